@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# A real episode end to end, in a throwaway git repository: init, a Claude Code SessionStart payload,
+# a PreCompact, a SessionEnd; then what landed on disk.
+set -euo pipefail
+repo=$(mktemp -d "${TMPDIR:-/tmp}/majordomus-demo.XXXXXX")
+trap 'rm -rf "$repo"' EXIT
+cd "$repo"
+git init -q && git -c user.name=demo -c user.email=demo@example.invalid commit -q --allow-empty -m "first commit"
+say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+
+say majordomus init
+majordomus init
+git add -A && git -c user.name=demo -c user.email=demo@example.invalid commit -q -m "majordomus layer"
+
+say "SessionStart (Claude Code payload) | majordomus capture session --provider claude-code --event start"
+printf '%s' '{"session_id":"demo-7f3c","transcript_path":"/tmp/t.jsonl","cwd":"'"$repo"'","hook_event_name":"SessionStart","source":"startup"}' \
+  | majordomus capture session --provider claude-code --event start
+
+echo "work happens" > notes.txt
+say "PreCompact | majordomus capture session --provider claude-code --event compact"
+printf '%s' '{"session_id":"demo-7f3c","hook_event_name":"PreCompact","trigger":"auto","custom_instructions":""}' \
+  | majordomus capture session --provider claude-code --event compact
+
+say "SessionEnd reason prompt_input_exit | majordomus capture session --provider claude-code --event end"
+printf '%s' '{"session_id":"demo-7f3c","hook_event_name":"SessionEnd","reason":"prompt_input_exit"}' \
+  | majordomus capture session --provider claude-code --event end
+
+say "cat .ai/repo/sessions/2*.md   (the record that landed)"
+cat .ai/repo/sessions/2*.md
+say "cat .ai/local/state/ledger.jsonl"
+cat .ai/local/state/ledger.jsonl
+
+say "majordomus capture status"
+majordomus capture status || true
+say "majordomus doctor"
+majordomus doctor || true

@@ -1,0 +1,5 @@
+"""`python -m majordomus`."""
+
+from majordomus.cli import main
+
+raise SystemExit(main())

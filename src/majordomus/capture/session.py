@@ -1,0 +1,332 @@
+"""The one writer of episode boundaries: start, end, compact — for hook shims and the connection board alike.
+
+`run_session` takes the payload bytes a hook would put on stdin and returns the one report line; the CLI
+prints it, the MCP board stores it verbatim. Stdlib only: this runs inside a person's hooks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from majordomus import ledger
+from majordomus.capture import store
+from majordomus.errors import MajordomusError, MissingError, UsageError
+from majordomus.identity import (compact_stamp, name_key, new_episode_id, now_utc, owner, repository_id, rfc3339,
+                                 session_key, tree_state, worktree_id)
+from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock, write_atomic
+from majordomus.providers import Provider, SessionRow, get_provider
+
+EVENTS = ("start", "end", "compact")
+LIST_LIMIT = 200  # changed files and commits kept in a record; the record says when a list was cut
+LIST_SECONDS = 0.5  # what git may spend on each list at the close
+
+
+@dataclass(frozen=True)
+class SessionReport:
+    exit_code: int
+    line: str
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """What an admitted payload says, whatever client it came from."""
+
+    provider: Provider
+    event: str
+    provider_session: str | None
+    source: str | None
+    reason: str | None
+
+
+def admit(provider_name: str, event: str) -> tuple[Provider, SessionRow]:
+    """Exit 12 unless the provider is declared with an episode source this command can serve."""
+    if event not in EVENTS:
+        raise UsageError(f"capture session: --event must be one of {', '.join(EVENTS)}, not '{event}'")
+    provider = get_provider(provider_name)
+    row = provider.session_row()
+    if row is None:
+        offer = provider.offers.get("episode", "none")
+        raise MissingError(f"capture session: provider '{provider_name}' declares episode: {offer} and no adapter row",
+                           "run majordomus capture status to see which providers draw episodes")
+    return provider, row
+
+
+def _first_text(payload: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+    return None
+
+
+def read_payload(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """The payload object, or None and a sentence about its shape (never its values)."""
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, f"the payload is not UTF-8 ({len(raw)} bytes)"
+    except ValueError:
+        return None, f"the payload is not JSON ({len(raw)} bytes)"
+    if not isinstance(value, dict):
+        return None, f"the payload is a JSON {type(value).__name__}, not an object"
+    return value, None
+
+
+def log_failure(layout: Layout, text: str) -> None:
+    """The log beside the working contexts; doctor reports it while it is non-empty."""
+    try:
+        ensure_dir(layout.contexts_dir)
+        append_line(layout.context_log, f"{rfc3339(now_utc())} {text}")
+    except (OSError, MajordomusError):
+        pass  # the hook must still exit 0; nothing else is left to tell
+
+
+def run_session(root: Path, provider: str, event: str, payload: bytes, *, dry_run: bool = False) -> SessionReport:
+    """Draw one boundary. Raises only for admission (exit 12/2); once admitted, always exit 0."""
+    prov, row = admit(provider, event)
+    layout = Layout(root)
+    if not layout.is_initialised():
+        raise MissingError(f"{root} has no majordomus layer", "run majordomus init")
+    data, problem = read_payload(payload)
+    where = f"capture session --provider {provider} --event {event}"
+    if data is None:
+        log_failure(layout, f"{where}: {problem}; nothing recorded")
+        return SessionReport(0, f"capture session: {problem}; nothing recorded (see {_rel(layout, layout.context_log)})")
+    boundary = Boundary(prov, event, _first_text(data, row.session_keys), _first_text(data, row.source_keys),
+                        _first_text(data, row.reason_keys))
+    if boundary.provider_session is None:
+        keys = ", ".join(sorted(data)) or "none"
+        log_failure(layout, f"{where}: the payload names no provider session (keys: {keys}); nothing recorded")
+        return SessionReport(0, f"capture session: the payload names no provider session (looked for "
+                                f"{', '.join(row.session_keys)}); nothing recorded")
+    if dry_run:
+        reason = f", reason {boundary.reason}" if boundary.reason else ""
+        return SessionReport(0, f"capture session: would {event} the episode for {provider} "
+                                f"(provider session {boundary.provider_session}){reason}")
+    try:
+        if event == "start":
+            line = start_episode(layout, boundary)
+        elif event == "end":
+            outcome = "closed" if boundary.reason in row.deliberate else "interrupted"
+            line = close_episode(layout, boundary.provider_session, boundary.reason, outcome)
+        else:
+            line = count_compaction(layout, boundary)
+    except (OSError, MajordomusError, ValueError) as exc:
+        detail = exc.message if isinstance(exc, MajordomusError) else f"{type(exc).__name__}: {exc}"
+        log_failure(layout, f"{where}: {detail}")
+        verb = {"start": "open", "end": "close", "compact": "count the compaction of"}[event]
+        return SessionReport(0, f"capture session: could not {verb} the episode; see {_rel(layout, layout.context_log)}")
+    return SessionReport(0, line)
+
+
+def _rel(layout: Layout, path: Path) -> str:
+    return str(path.relative_to(layout.root))
+
+
+def _lock(layout: Layout, key: str) -> Path:
+    return layout.locks / f"session.{key}.lock"
+
+
+def start_episode(layout: Layout, b: Boundary) -> str:
+    assert b.provider_session is not None
+    key = session_key(b.provider_session)
+    with file_lock(_lock(layout, key)):
+        existing = store.read_open_file(layout.open_file(key))
+        if existing is not None:
+            return f"session {existing['session_id']} already open here since {existing.get('started_at')}; kept"
+        moment = now_utc()
+        sid = new_episode_id(moment)
+        tree = tree_state(layout.root)
+        at = rfc3339(moment)
+        fields: dict[str, Any] = {
+            "session_id": sid, "started_at": at, "provider": b.provider.name,
+            "provider_session": b.provider_session, "owner": owner(),
+            "repository_id": repository_id(layout.root), "worktree": str(layout.root),
+            "worktree_id": worktree_id(layout.root), "branch": tree.branch, "start_head": tree.head,
+            "start_working_tree": tree.working_tree, "last_activity_at": at, "compactions": 0,
+            "held_by": None, "detached_at": None,
+        }
+        if b.source:
+            fields["source"] = b.source
+        ensure_dir(layout.sessions_open)
+        write_atomic(layout.open_file(key), store.render_open(fields))
+        write_atomic(layout.session_current, ("\n".join(store.yaml_lines(
+            [("session_id", sid), ("provider_session", b.provider_session), ("key", key)])) + "\n").encode())
+        _write_context(layout, fields, moment)
+        ledger.append(layout, "session.started", session=sid, head=tree.head, branch=tree.branch, at=moment,
+                      provider=b.provider.name, provider_session=b.provider_session, owner=fields["owner"],
+                      **({"source": b.source} if b.source else {}))
+    _recover_others(layout, key)
+    return f"session {sid} opened at {at} (head {tree.head[:7]})"
+
+
+def _recover_others(layout: Layout, key: str) -> None:
+    """A new provider session's start closes this worktree's stale hook episodes (SPEC 4.4)."""
+    try:
+        if not any(e.key != key for e in store.open_episodes(layout)):
+            return
+        from majordomus.capture.recover import recover
+
+        recover(layout.root)
+    except (OSError, MajordomusError) as exc:
+        log_failure(layout, f"recovery at start: {exc}")
+
+
+def _write_context(layout: Layout, fields: dict[str, Any], moment: Any) -> None:
+    opened_by = "connection" if fields["provider"] == "generic" else "hook"
+    meta = [("schema", "session-context/v1"), ("kind", "session-context"), ("session_id", fields["session_id"]),
+            ("opened_at", fields["started_at"]), ("opened_by", opened_by), ("provider", fields["provider"]),
+            ("provider_session", fields["provider_session"]), ("worktree_id", fields["worktree_id"]),
+            ("branch", fields["branch"]), ("head", fields["start_head"])]
+    body = ["---", *store.yaml_lines(meta), "---", f"# Working context of session {fields['session_id']}", "",
+            "## Context at open", "",
+            f"Opened by {fields['provider']} ({opened_by}) on branch {fields['branch']} at "
+            f"{fields['start_head'][:7]}, working tree {fields['start_working_tree']}.", "", "## Notes", ""]
+    ensure_dir(layout.contexts_dir)
+    write_atomic(context_path(layout, fields["session_id"], fields["started_at"]), ("\n".join(body) + "\n").encode())
+
+
+def context_path(layout: Layout, session_id: str, started_at: str) -> Path:
+    stamp = started_at.replace("-", "").replace(":", "")
+    return layout.contexts_dir / f"{stamp}--{session_id}.md"
+
+
+def close_episode(layout: Layout, provider_session: str, reason: str | None, outcome: str) -> str:
+    """Write the record exactly once, then remove the open file: a kill in between leaves it closable."""
+    key = session_key(provider_session)
+    with file_lock(_lock(layout, key)):
+        path = layout.open_file(key)
+        fields = store.read_open_file(path)
+        if fields is None:
+            return f"no open episode here for provider session {provider_session}; nothing to close"
+        sid = fields["session_id"]
+        record = store.find_record(layout, sid)
+        if record is not None:
+            path.unlink(missing_ok=True)
+            return f"episode {sid} already has a record at {_rel(layout, record)}; this close adds none"
+        moment = now_utc()
+        tree = tree_state(layout.root)
+        changed, changed_cut = _changed_files(layout.root)
+        commits, commits_cut = _commits(layout.root, str(fields.get("start_head", "NONE")), tree.head)
+        working = "unknown" if changed_cut is None else ("dirty" if any(not c.startswith("??") for c in changed)
+                                                         else "clean")
+        meta: list[tuple[str, Any]] = [
+            ("schema", "session/v1"), ("kind", "session"), ("session_id", sid), ("provider", fields.get("provider")),
+            ("started_at", fields.get("started_at")), ("closed_at", rfc3339(moment)), ("outcome", outcome),
+            ("end_reason", reason), ("repository_id", repository_id(layout.root)),
+            ("worktree_id", worktree_id(layout.root)), ("branch", tree.branch),
+            ("start_head", fields.get("start_head")), ("head", tree.head),
+            ("start_working_tree", fields.get("start_working_tree")), ("working_tree", working),
+            ("changed_files", changed), ("commits", commits), ("compactions", int(fields.get("compactions") or 0)),
+            ("title", f"Session {sid} on {tree.branch}"),
+        ]
+        cut = [name for name, flag in (("changed_files", changed_cut), ("commits", commits_cut)) if flag]
+        if cut:
+            meta.append(("truncated", cut))
+        text = "\n".join(["---", *store.yaml_lines(meta), "---", ""]) + "\n"
+        name = (f"{compact_stamp(moment)}--{sid}--{name_key(tree.branch)}--{tree.head[:7]}--"
+                f"{os.urandom(8).hex()}.md")
+        ensure_dir(layout.sessions_dir, 0o755)
+        target = layout.sessions_dir / name
+        create_exclusive(target, text.encode("utf-8"), 0o644)  # tracked and shared: readable like source
+        rel = _rel(layout, target)
+        _append_close(layout, fields, moment, outcome, reason, tree.head, rel)
+        ledger.append(layout, "session.closed", session=sid, head=tree.head, branch=tree.branch, at=moment,
+                      outcome=outcome, reason=reason, session_path=rel)
+        path.unlink(missing_ok=True)  # only now: the record is safely on disk
+        _release_pointer(layout, sid)
+    because = f"reason {reason}" if reason else "no reason given"
+    return f"episode closed ({outcome}, {because}) into {rel}"
+
+
+def _append_close(layout: Layout, fields: dict[str, Any], moment: Any, outcome: str, reason: str | None,
+                  head: str, rel: str) -> None:
+    path = context_path(layout, fields["session_id"], str(fields.get("started_at")))
+    close = ["", "## Close", *store.yaml_lines([("closed_at", rfc3339(moment)), ("outcome", outcome),
+                                                ("reason", reason), ("head", head), ("record", rel)])]
+    try:
+        append_line(path, "\n".join(close))
+    except OSError as exc:
+        log_failure(layout, f"cannot append the close to the working context: {exc.strerror}")
+
+
+def _release_pointer(layout: Layout, sid: str) -> None:
+    current = store.read_open_file(layout.session_current)
+    if current is not None and current.get("session_id") == sid:
+        layout.session_current.unlink(missing_ok=True)
+
+
+def _git_lines(root: Path, *args: str) -> tuple[list[str], bool | None]:
+    """Up to LIST_LIMIT lines of a git listing, and whether it was cut (None when git failed)."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=LIST_SECONDS, check=False)
+    except subprocess.TimeoutExpired:
+        return [], True
+    except OSError:
+        return [], None
+    if done.returncode != 0:
+        return [], None
+    lines = [ln for ln in done.stdout.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return lines[:LIST_LIMIT], len(lines) > LIST_LIMIT
+
+
+def _changed_files(root: Path) -> tuple[list[str], bool | None]:
+    # the layer's own files are not the agent's work
+    return _git_lines(root, "status", "--porcelain", "--", ".", ":(exclude).ai")
+
+
+def _commits(root: Path, start: str, head: str) -> tuple[list[str], bool]:
+    if head == "NONE" or start == head:
+        return [], False
+    spec = [head] if start == "NONE" else [f"{start}..{head}"]
+    lines, cut = _git_lines(root, "rev-list", "--abbrev-commit", f"--max-count={LIST_LIMIT + 1}", *spec)
+    if cut is None:
+        return ["diverged"], False
+    return lines, bool(cut)
+
+
+def count_compaction(layout: Layout, b: Boundary) -> str:
+    assert b.provider_session is not None
+    key = session_key(b.provider_session)
+    with file_lock(_lock(layout, key)):
+        fields = store.read_open_file(layout.open_file(key))
+        if fields is None:
+            return f"no open episode here for provider session {b.provider_session}; compaction not counted"
+        fields["compactions"] = int(fields.get("compactions") or 0) + 1
+        fields["last_activity_at"] = rfc3339(now_utc())
+        write_atomic(layout.open_file(key), store.render_open(fields))
+        ledger.append(layout, "session.compacted", session=fields["session_id"], provider=b.provider.name,
+                      compactions=fields["compactions"])
+    return f"session {fields['session_id']} compacted (compaction {fields['compactions']})"
+
+
+def update_open(layout: Layout, provider_session: str, **changes: Any) -> bool:
+    """Read-modify-write one open file under its lock; False when no episode is open under that key."""
+    key = session_key(provider_session)
+    with file_lock(_lock(layout, key)):
+        path = layout.open_file(key)
+        fields = store.read_open_file(path)
+        if fields is None:
+            return False
+        fields.update(changes)
+        write_atomic(path, store.render_open(fields))
+    return True
+
+
+def set_connection_state(root: Path, external_id: str, *, held_by: int | None, detached_at: str | None) -> bool:
+    """The board's note in the open file: which server holds the episode, and since when it is detached."""
+    return update_open(Layout(root), external_id, held_by=held_by, detached_at=detached_at)
+
+
+def touch_activity(layout: Layout, provider_session: str) -> bool:
+    """A captured prompt of an open episode refreshes its `last_activity_at` (SPEC 4.4)."""
+    return update_open(layout, provider_session, last_activity_at=rfc3339(now_utc()))

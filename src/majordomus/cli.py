@@ -1,0 +1,117 @@
+"""The command line: global options, a command table, and one place that turns errors into exit codes.
+
+A command's module is imported only when that command runs: the hook commands must start fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from majordomus import __version__
+from majordomus.errors import MajordomusError, UsageError
+
+# words -> "module:function"; each function is (Context, argv) -> exit code
+COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
+    ("init",): ("majordomus.layer:init_command", "create the .ai/ layer here"),
+    ("update",): ("majordomus.layer:update_command", "converge an existing layer; never removes"),
+    ("capture", "session"): ("majordomus.capture.session_command:command", "draw an episode boundary from a hook payload"),
+    ("capture", "prompt"): ("majordomus.capture.prompt:command", "archive one prompt from a hook payload"),
+    ("capture", "status"): ("majordomus.capture.status:command", "what each provider offers and how it is wired"),
+    ("capture", "reconcile"): ("majordomus.capture.reconcile:command", "link prompt records on evidence only"),
+    ("capture", "prune"): ("majordomus.capture.prune:command", "apply the retention policy to prompt bodies"),
+    ("capture", "render"): ("majordomus.capture.render:command", "repair archive modes and missing renderings"),
+    ("capture", "recover"): ("majordomus.capture.recover_command:command", "close episodes whose end never came"),
+    ("capture", "install"): ("majordomus.capture.install:command", "wire a client's hooks and MCP entry"),
+    ("doctor",): ("majordomus.doctor:command", "findings, one per line"),
+    ("history",): ("majordomus.layer:history_command", "history --rotate: archive old ledger lines"),
+    ("mcp",): ("majordomus.mcp.server:mcp_command", "the MCP server (stdio, joining the shared HTTP server)"),
+    ("serve",): ("majordomus.mcp.server:serve_command", "the shared HTTP server without a stdio client"),
+}
+
+
+@dataclass
+class Context:
+    repo: Path | None = None
+    json: bool = False
+    _root: Path | None = field(default=None, repr=False)
+
+    @property
+    def root(self) -> Path:
+        """`--repo`, else the git top level of the current directory (exit 12 outside a repository)."""
+        if self._root is None:
+            from majordomus.identity import find_root
+
+            self._root = find_root(self.repo if self.repo is not None else Path.cwd())
+            if self.repo is not None and not (self._root / ".git").exists():
+                self._root = self.repo.resolve()
+        return self._root
+
+
+def usage() -> str:
+    lines = [f"usage: majordomus [--repo ROOT] [--json] <command> …   (majordomus {__version__})", "", "commands:"]
+    lines += [f"  {' '.join(words):<20} {help_}" for words, (_, help_) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def _split(argv: list[str]) -> tuple[Context, tuple[str, ...], list[str]]:
+    ctx = Context()
+    rest = list(argv)
+    while rest and rest[0].startswith("-"):
+        opt = rest.pop(0)
+        if opt == "--json":
+            ctx.json = True
+        elif opt == "--repo" and rest:
+            ctx.repo = Path(rest.pop(0))
+        elif opt.startswith("--repo="):
+            ctx.repo = Path(opt.split("=", 1)[1])
+        elif opt in ("-h", "--help"):
+            print(usage())
+            raise SystemExit(0)
+        elif opt == "--version":
+            print(f"majordomus {__version__}")
+            raise SystemExit(0)
+        else:
+            raise UsageError(f"unknown option {opt}", "try 'majordomus --help'")
+    for size in (2, 1):
+        words = tuple(rest[:size])
+        if words in COMMANDS:
+            return ctx, words, rest[size:]
+    if rest[:1] == ["capture"]:
+        raise UsageError("capture needs one of: " + ", ".join(w[1] for w in COMMANDS if w[0] == "capture"),
+                         "try 'majordomus --help'")
+    raise UsageError(f"unknown command '{' '.join(rest[:1])}'" if rest else "no command given",
+                     "try 'majordomus --help'")
+
+
+def _handler(words: tuple[str, ...]) -> Callable[[Context, list[str]], int]:
+    module, _, func = COMMANDS[words][0].partition(":")
+    return getattr(importlib.import_module(module), func)  # type: ignore[no-any-return]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        ctx, words, rest = _split(args)
+        return _handler(words)(ctx, rest)
+    except MajordomusError as err:
+        print(err.line(), file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def parser(prog: str, description: str):  # type: ignore[no-untyped-def]
+    """An argparse parser whose usage errors exit 2 with the house sentence."""
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # type: ignore[override]
+            raise UsageError(f"{prog}: {message}", f"try 'majordomus {prog} --help'")
+
+    return Parser(prog=f"majordomus {prog}", description=description)

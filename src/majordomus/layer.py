@@ -1,0 +1,143 @@
+"""`init` and `update`: the layer as a list of small, idempotent convergence steps; and `history --rotate`."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+
+from collections.abc import Callable
+
+
+from majordomus.cli import Context, parser
+from majordomus.errors import MissingError, RefusedError
+from majordomus.layout import PRIVATE_DIR, PRIVATE_FILE, Layout, ensure_dir, refuse_symlink, write_atomic
+from majordomus.policy import default_policy_text, load_policy, missing_keys
+
+SHARED_DIR = 0o755
+IGNORE_LINE = ".ai/local/"
+SESSIONS_README = """# Episode records
+
+One Markdown file per closed episode, written by `majordomus capture session` and never rewritten.
+`outcome: closed` means someone ended the episode on purpose; `outcome: interrupted` means the agent
+vanished (a crash, a kill, a lost connection past the grace). The file name is
+`<closed at>--<session id>--<branch>--<head>--<random>.md`; the identity is `session_id`.
+"""
+
+Step = Callable[[Layout], list[str]]
+
+
+def _dirs(layout: Layout) -> list[str]:
+    changed: list[str] = []
+    for path in layout.all_dirs():
+        mode = PRIVATE_DIR if path in layout.private_dirs() else SHARED_DIR
+        existed = path.is_dir()
+        before = stat.S_IMODE(path.stat().st_mode) if existed else None
+        ensure_dir(path, mode)
+        if not existed:
+            changed.append(f"created {path.relative_to(layout.root)}/")
+        elif before != mode:
+            changed.append(f"set {path.relative_to(layout.root)}/ to {mode:o}")
+    return changed
+
+
+def _archive_files(layout: Layout) -> list[str]:
+    """Prompt records are the most private thing written here: 0600 each, whatever the umask was."""
+    count = 0
+    for entry in os.scandir(layout.prompts_dir):
+        if entry.is_symlink() or not entry.is_file():
+            continue
+        if stat.S_IMODE(entry.stat().st_mode) != PRIVATE_FILE:
+            os.chmod(entry.path, PRIVATE_FILE)
+            count += 1
+    return [f"set {count} archive file(s) to 600"] if count else []
+
+
+def _policy(layout: Layout) -> list[str]:
+    path = layout.policy_file
+    refuse_symlink(path)
+    if not path.exists():
+        write_atomic(path, default_policy_text().encode(), 0o644)
+        return [f"wrote {path.relative_to(layout.root)} with the defaults"]
+    missing = missing_keys(layout)
+    if not missing:
+        return []
+    text = path.read_text(encoding="utf-8")
+    for dotted, value in missing.items():
+        section, key = dotted.split(".", 1)
+        header = re.search(rf"^{re.escape(section)}:[ \t]*(#.*)?$", text, re.MULTILINE)
+        if header:  # a key of an existing block goes inside it, never in a second block of the same name
+            text = text[: header.end()] + f"\n  {key}: {value}" + text[header.end():]
+        else:
+            text = text.rstrip("\n") + f"\n{section}:\n  {key}: {value}\n"
+    write_atomic(path, text.encode(), 0o644)
+    load_policy(layout)  # what we wrote must still parse
+    return [f"added {', '.join(missing)} to {path.relative_to(layout.root)}"]
+
+
+def _gitignore(layout: Layout) -> list[str]:
+    path = layout.root / ".gitignore"
+    refuse_symlink(path)
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if any(line.strip() in (IGNORE_LINE, "/" + IGNORE_LINE) for line in text.splitlines()):
+        return []
+    sep = "" if not text or text.endswith("\n") else "\n"
+    write_atomic(path, f"{text}{sep}{IGNORE_LINE}\n".encode(), 0o644)
+    return [f"added {IGNORE_LINE} to .gitignore"]
+
+
+def _readme(layout: Layout) -> list[str]:
+    path = layout.sessions_dir / "README.md"
+    if path.exists():
+        return []
+    write_atomic(path, SESSIONS_README.encode(), 0o644)
+    return [f"wrote {path.relative_to(layout.root)}"]
+
+
+STEPS: tuple[Step, ...] = (_dirs, _archive_files, _policy, _gitignore, _readme)
+
+
+def converge(layout: Layout) -> list[str]:
+    changed: list[str] = []
+    for step in STEPS:
+        changed.extend(step(layout))
+    return changed
+
+
+def init_command(ctx: Context, argv: list[str]) -> int:
+    parser("init", "Create the .ai/ layer in this repository.").parse_args(argv)
+    layout = Layout(ctx.root)
+    if layout.ai.exists() or layout.ai.is_symlink():
+        raise RefusedError(f"{layout.ai} exists already; init never overwrites a layer", "run majordomus update")
+    for line in converge(layout):
+        print(line)
+    print(f"majordomus layer initialised in {layout.root}")
+    return 0
+
+
+def update_command(ctx: Context, argv: list[str]) -> int:
+    parser("update", "Converge the .ai/ layer: add what is missing, repair modes; never remove.").parse_args(argv)
+    layout = Layout(ctx.root)
+    if not layout.ai.is_dir():
+        raise MissingError(f"{layout.root} has no majordomus layer", "run majordomus init")
+    changed = converge(layout)
+    for line in changed:
+        print(line)
+    print("layer up to date" if not changed else f"{len(changed)} change(s)")
+    return 0
+
+
+def history_command(ctx: Context, argv: list[str]) -> int:
+    p = parser("history", "Rotate the ledger: keep the newest ledger.retention_max_lines lines.")
+    p.add_argument("--rotate", action="store_true", required=True)
+    p.parse_args(argv)
+    from majordomus import ledger
+
+    layout = Layout(ctx.root)
+    if not layout.is_initialised():
+        raise MissingError(f"{layout.root} has no majordomus layer", "run majordomus init")
+    keep = load_policy(layout).get_int("ledger.retention_max_lines")
+    print(ledger.rotate(layout, keep))
+    return 0
+
+

@@ -1,0 +1,188 @@
+"""Every path under `.ai/`, the modes they must have, atomic writes, symlink refusal and locks.
+
+Stdlib only: the hook path imports this.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from majordomus.errors import InternalError, RefusedError
+
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The `.ai/` layer of one worktree. Only paths: nothing here touches the disk."""
+
+    root: Path
+
+    @property
+    def ai(self) -> Path:
+        return self.root / ".ai"
+
+    @property
+    def repo_dir(self) -> Path:
+        return self.ai / "repo"
+
+    @property
+    def policy_file(self) -> Path:
+        return self.repo_dir / "policy.yaml"
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.repo_dir / "sessions"
+
+    @property
+    def local(self) -> Path:
+        return self.ai / "local"
+
+    @property
+    def state(self) -> Path:
+        return self.local / "state"
+
+    @property
+    def ledger_file(self) -> Path:
+        return self.state / "ledger.jsonl"
+
+    @property
+    def sessions_open(self) -> Path:
+        return self.state / "sessions-open"
+
+    @property
+    def session_current(self) -> Path:
+        return self.state / "session-current.yaml"
+
+    @property
+    def locks(self) -> Path:
+        return self.state / "locks"
+
+    @property
+    def mcp_dir(self) -> Path:
+        return self.state / "mcp"
+
+    @property
+    def lease_file(self) -> Path:
+        return self.mcp_dir / "server.json"
+
+    @property
+    def policy_cache(self) -> Path:
+        return self.state / "policy.cache.json"
+
+    @property
+    def contexts_dir(self) -> Path:
+        return self.local / "session-contexts"
+
+    @property
+    def context_log(self) -> Path:
+        """The log beside the working contexts: every failure of `capture session` lands here."""
+        return self.contexts_dir / ".session-context.log"
+
+    @property
+    def prompts_dir(self) -> Path:
+        return self.local / "prompts"
+
+    @property
+    def capture_log(self) -> Path:
+        return self.prompts_dir / ".capture.log"
+
+    def open_file(self, key: str) -> Path:
+        """The open-episode file of a provider-session key (already sanitised by identity)."""
+        return self.sessions_open / f"{key}.yaml"
+
+    def is_initialised(self) -> bool:
+        return self.policy_file.is_file() and self.state.is_dir()
+
+    def private_dirs(self) -> tuple[Path, ...]:
+        """Directories that hold what only this user may read."""
+        return (self.local, self.state, self.sessions_open, self.locks, self.mcp_dir,
+                self.contexts_dir, self.prompts_dir)
+
+    def all_dirs(self) -> tuple[Path, ...]:
+        return (self.ai, self.repo_dir, self.sessions_dir, *self.private_dirs())
+
+
+def refuse_symlink(path: Path) -> None:
+    """A symlinked record or archive could send private bytes anywhere: refuse, never follow."""
+    if path.is_symlink():
+        raise RefusedError(f"{path} is a symbolic link; majordomus does not follow links in .ai/",
+                           f"replace it with a real {'directory' if path.is_dir() else 'file'}")
+
+
+def ensure_dir(path: Path, mode: int = PRIVATE_DIR) -> None:
+    """Create `path` (and parents) and set its mode whatever the umask."""
+    refuse_symlink(path)
+    path.mkdir(parents=True, exist_ok=True)
+    refuse_symlink(path)
+    if stat.S_IMODE(path.stat().st_mode) != mode:
+        os.chmod(path, mode)
+
+
+def write_atomic(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> None:
+    """Write a temp file beside `path`, fsync, rename: a reader sees the old bytes or the new, never half."""
+    refuse_symlink(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+    try:
+        os.fchmod(fd, mode)  # the umask must not widen or narrow what we declared
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+
+
+def create_exclusive(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> bool:
+    """Publish `path` only if nothing is there yet (write temp, then hard-link). False when taken."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    write_atomic(tmp, data, mode)
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def append_line(path: Path, line: str, mode: int = PRIVATE_FILE) -> None:
+    """Append one line with a single write on an O_APPEND descriptor: concurrent appenders interleave whole lines."""
+    refuse_symlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, mode)
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) != mode:
+            os.fchmod(fd, mode)
+        os.write(fd, (line.rstrip("\n") + "\n").encode("utf-8", "surrogateescape"))
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock held for a read-modify-write; released when the process dies."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE)
+    except OSError as exc:
+        raise InternalError(f"cannot take the lock {path.name}: {exc.strerror}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

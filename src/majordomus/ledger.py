@@ -1,0 +1,83 @@
+"""The append-only ledger of this checkout (`ledger.jsonl`), its closed vocabulary, and rotation.
+
+Stdlib only: the hook path appends here.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from majordomus import __version__
+from majordomus.errors import ContractError, RefusedError
+from majordomus.identity import compact_stamp, now_utc, rfc3339
+from majordomus.layout import Layout, append_line, file_lock, write_atomic
+
+# The closed vocabulary: event name -> the payload keys it requires. An unknown name is refused.
+EVENTS: dict[str, tuple[str, ...]] = {
+    "session.started": ("provider", "provider_session"),
+    "session.closed": ("outcome", "reason", "session_path"),
+    "session.compacted": ("provider", "compactions"),
+    "session.recovered": ("outcome", "reason"),
+    "provider.event.failed": ("provider", "provider_event", "reason"),
+    "prompts.reconciled": ("records", "linked", "unlinked", "refused"),
+    "prompts.pruned": ("records", "pruned", "bytes_left"),
+    "ledger.rotated": ("archived", "kept", "archive"),
+}
+
+
+def append(layout: Layout, event: str, *, session: str | None = None, head: str | None = None,
+           branch: str | None = None, at: datetime | None = None, **payload: Any) -> None:
+    required = EVENTS.get(event)
+    if required is None:
+        raise ContractError(f"ledger event '{event}' is not in the vocabulary", "use one of " + ", ".join(EVENTS))
+    missing = [k for k in required if k not in payload]
+    if missing:
+        raise ContractError(f"ledger event '{event}' needs {', '.join(missing)}")
+    line: dict[str, Any] = {"ts": rfc3339(at or now_utc()), "event": event, "head": head, "branch": branch,
+                            "by": f"majordomus/{__version__}"}
+    if session:
+        line["session"] = session
+    line.update(payload)
+    append_line(layout.ledger_file, json.dumps(line, ensure_ascii=False, separators=(",", ":")))
+
+
+def read(layout: Layout) -> list[dict[str, Any]]:
+    """Every parseable line; a torn or foreign line is skipped, never fatal."""
+    try:
+        raw = layout.ledger_file.read_bytes()
+    except FileNotFoundError:
+        return []
+    out: list[dict[str, Any]] = []
+    for chunk in raw.splitlines():
+        try:
+            item = json.loads(chunk)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            out.append(item)
+    return out
+
+
+def rotate(layout: Layout, keep: int) -> str:
+    """Move all but the newest `keep` lines into an archived file; never delete, never overwrite."""
+    with file_lock(layout.locks / "ledger.lock"):
+        try:
+            lines = layout.ledger_file.read_bytes().splitlines(keepends=True)
+        except FileNotFoundError:
+            return "history: no ledger here yet; nothing to rotate"
+        if len(lines) <= keep:
+            return f"history: {len(lines)} line(s), within the {keep} kept; nothing to rotate"
+        moment = now_utc()
+        archive = layout.state / f"ledger.{compact_stamp(moment)}.jsonl.archived"
+        if archive.exists():
+            raise RefusedError(f"{archive.name} exists already; rotation never overwrites an archive",
+                               "wait a second and run majordomus history --rotate again")
+        old, new = lines[: len(lines) - keep], lines[len(lines) - keep:]
+        write_atomic(archive, b"".join(old))
+        write_atomic(layout.ledger_file, b"".join(new))
+    append(layout, "ledger.rotated", archived=len(old), kept=len(new),
+           archive=str(archive.relative_to(layout.root)))
+    return f"history: {len(old)} line(s) moved to {archive.relative_to(layout.root)}; {len(new)} kept"
+

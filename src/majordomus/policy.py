@@ -1,0 +1,134 @@
+"""policy.yaml: the defaults `init` writes, the reader, and a sentence per broken key.
+
+PyYAML is imported inside the reader only. The hook path reads a JSON cache of the parsed policy
+keyed by the file's size and mtime, so a prompt never pays for a YAML parser.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from majordomus.errors import ContractError
+from majordomus.layout import Layout, write_atomic
+
+DEFAULTS: dict[str, int] = {
+    "prompts.retention_max_days": 90,
+    "prompts.retention_max_bytes": 52428800,
+    "episodes.reattach_grace_seconds": 900,
+    "episodes.stateless_ttl_seconds": 120,
+    "session.stale_after_hours": 24,
+    "ledger.retention_max_lines": 5000,
+}
+
+_COMMENTS: dict[str, str] = {
+    "prompts": "the prompt archive: prune takes bodies past either bound, never records",
+    "episodes": "connection episodes (MCP clients without hooks)",
+    "session": "hook episodes whose end event never came",
+    "ledger": "history --rotate keeps this many lines",
+}
+
+
+def default_policy_text(missing: dict[str, int] | None = None) -> str:
+    """The YAML `init` writes (or `update` appends): one block per section, a comment on each."""
+    values = DEFAULTS if missing is None else missing
+    sections: dict[str, list[tuple[str, int]]] = {}
+    for dotted, value in values.items():
+        section, key = dotted.split(".", 1)
+        sections.setdefault(section, []).append((key, value))
+    lines = ["# majordomus policy: every key is optional; a missing key takes its default."] if missing is None else []
+    for section, pairs in sections.items():
+        lines.append(f"# {_COMMENTS.get(section, section)}")
+        lines.append(f"{section}:")
+        lines.extend(f"  {key}: {value}" for key, value in pairs)
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Policy:
+    values: dict[str, int]
+    declared: frozenset[str] = field(default_factory=frozenset)
+    problems: tuple[str, ...] = ()
+
+    def get_int(self, key: str) -> int:
+        return self.values.get(key, DEFAULTS[key])
+
+
+def _validate(raw: Any, source: Path) -> Policy:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ContractError(f"{source} is not a mapping of sections", "rewrite it as `section:` blocks, or run majordomus update")
+    values = dict(DEFAULTS)
+    declared: set[str] = set()
+    problems: list[str] = []
+    for dotted in DEFAULTS:
+        section, key = dotted.split(".", 1)
+        block = raw.get(section)
+        if block is None:
+            continue
+        if not isinstance(block, dict):
+            problems.append(f"{section} must be a mapping of keys")
+            continue
+        if key not in block:
+            continue
+        declared.add(dotted)  # present, valid or not: update must never add a second copy
+        value = block[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            problems.append(f"{dotted} must be a whole number of at least 1")
+            continue
+        values[dotted] = value
+    return Policy(values=values, declared=frozenset(declared), problems=tuple(problems))
+
+
+def load_policy(layout: Layout) -> Policy:
+    """Read and check policy.yaml; ContractError (exit 10) naming the file when it does not parse."""
+    path = layout.policy_file
+    if not path.is_file():
+        return Policy(values=dict(DEFAULTS))
+    import yaml  # here, and only here: the reader is the one place that needs a YAML parser
+
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ContractError(f"{path.relative_to(layout.root)} does not parse{where}",
+                            "fix the YAML, then run majordomus doctor") from exc
+    return _validate(raw, path)
+
+
+def cached_values(layout: Layout) -> dict[str, int]:
+    """The policy's values for the hook path: from the cache when it matches the file, else read once.
+
+    A policy that does not parse gives the defaults here (the hook must not fail); doctor reports it.
+    """
+    path = layout.policy_file
+    try:
+        st = path.stat()
+    except OSError:
+        return dict(DEFAULTS)
+    stamp = [st.st_size, st.st_mtime_ns]
+    try:
+        cached = json.loads(layout.policy_cache.read_bytes())
+        if cached.get("stamp") == stamp and isinstance(cached.get("values"), dict):
+            return {**DEFAULTS, **cached["values"]}
+    except (OSError, ValueError):
+        pass
+    try:
+        values = load_policy(layout).values
+    except ContractError:
+        return dict(DEFAULTS)
+    try:
+        write_atomic(layout.policy_cache, json.dumps({"stamp": stamp, "values": values}).encode())
+    except OSError:
+        pass
+    return values
+
+
+def missing_keys(layout: Layout) -> dict[str, int]:
+    """Keys `update` may add: absent from the file (never a value the person wrote)."""
+    policy = load_policy(layout)
+    return {k: v for k, v in DEFAULTS.items() if k not in policy.declared}
