@@ -120,10 +120,10 @@ class TreeState:
 
 def tree_state(root: Path) -> TreeState:
     """Branch, head and cleanliness in two git calls, each bounded in time."""
-    out = git(root, "rev-parse", "--abbrev-ref", "HEAD", "HEAD") or ""
+    out = git(root, "rev-parse", "HEAD", "--abbrev-ref", "HEAD") or ""
     parts = out.splitlines()
-    branch = parts[0] if parts else "HEAD"
-    head = parts[1] if len(parts) > 1 and re.fullmatch(r"[0-9a-f]{40}", parts[1]) else "NONE"
+    head = parts[0] if parts and re.fullmatch(r"[0-9a-f]{40}", parts[0]) else "NONE"
+    branch = parts[1] if len(parts) > 1 else ""
     if not parts:  # an unborn branch: rev-parse HEAD fails as a whole
         branch = git(root, "symbolic-ref", "--short", "HEAD") or "HEAD"
     status = git(root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude).ai")

@@ -147,17 +147,18 @@ def main(argv: list[str]) -> int:
     if argv == ["--write-json"]:
         JSON_PATH.write_text(yaml_to_json_text(), encoding="utf-8")
         return 0
-    if argv == ["--check"]:
+    if argv[:1] == ["--check"] and len(argv) <= 2:
         import yaml
 
-        found = problems(yaml.safe_load(YAML_PATH.read_text(encoding="utf-8")))
+        source = Path(argv[1]) if len(argv) == 2 else YAML_PATH
+        found = problems(yaml.safe_load(source.read_text(encoding="utf-8")))
         for line in found:
-            print(f"majordomus: providers.yaml: {line}", file=sys.stderr)
-        stale = JSON_PATH.read_text(encoding="utf-8") != yaml_to_json_text()
+            print(f"majordomus: {source.name}: {line}", file=sys.stderr)
+        stale = len(argv) == 1 and JSON_PATH.read_text(encoding="utf-8") != yaml_to_json_text()
         if stale:
             print("majordomus: providers.json is stale; run python -m majordomus.providers --write-json", file=sys.stderr)
         return 10 if found or stale else 0
-    print("usage: python -m majordomus.providers --write-json | --check", file=sys.stderr)
+    print("usage: python -m majordomus.providers --write-json | --check [providers.yaml]", file=sys.stderr)
     return 2
 
 

@@ -1,0 +1,36 @@
+"""The hook path imports the standard library only: its start-up time is a product feature."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HEAVY = ("yaml", "starlette", "uvicorn", "anyio", "pydantic", "httpx", "mcp", "h11", "click", "asyncio")
+
+PROBE = """
+import sys, io
+sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))
+from majordomus.cli import main
+code = main(sys.argv[2:])
+import json
+print(json.dumps(sorted(m for m in sys.modules)))
+"""
+
+
+def modules_after(repo: Path, payload: str, *args: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", PROBE, payload, "--repo", str(repo), *args], capture_output=True,
+                          text=True, check=True)
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_capture_session_start_and_end_import_nothing_heavy(initialised_repo: Path) -> None:
+    for event, payload in (("start", {"session_id": "imp", "source": "startup"}),
+                           ("compact", {"session_id": "imp"}),
+                           ("end", {"session_id": "imp", "reason": "logout"})):
+        loaded = modules_after(initialised_repo, json.dumps(payload), "capture", "session", "--provider",
+                               "claude-code", "--event", event)
+        heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
+        assert heavy == [], (event, heavy)
+        assert not any(m.startswith("majordomus.mcp") or m.startswith("majordomus.capabilities") for m in loaded)
