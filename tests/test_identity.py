@@ -51,3 +51,56 @@ def test_repository_id_strips_user_info_and_worktree_id_is_16_hex(git_repo: Path
                    check=True)
     assert repository_id(git_repo) == "https://example.invalid/r.git"
     assert re.fullmatch(r"[0-9a-f]{16}", worktree_id(git_repo))
+
+
+def _git(repo: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_head_and_branch_read_from_disk_agree_with_git_in_every_layout(git_repo: Path, tmp_path: Path) -> None:
+    from majordomus.identity import head_state
+
+    def agree(repo: Path) -> None:
+        branch = _git(repo, "rev-parse", "--abbrev-ref", "HEAD")
+        assert head_state(repo) == (branch, _git(repo, "rev-parse", "HEAD"))
+
+    agree(git_repo)
+    _git(git_repo, "pack-refs", "--all")  # refs only in packed-refs now
+    agree(git_repo)
+    _git(git_repo, "checkout", "-q", "-b", "feature/x")
+    _git(git_repo, "commit", "-q", "--allow-empty", "-m", "on a branch")
+    agree(git_repo)
+    worktree = tmp_path / "linked"
+    _git(git_repo, "worktree", "add", "-q", str(worktree), "-b", "other")
+    agree(worktree)
+    _git(git_repo, "checkout", "-q", "--detach")
+    assert head_state(git_repo) == ("HEAD", _git(git_repo, "rev-parse", "HEAD"))
+    unborn = tmp_path / "unborn"
+    unborn.mkdir()
+    _git(unborn, "init", "-q", "-b", "trunk")
+    assert head_state(unborn) == ("trunk", "NONE")
+    assert repository_id(worktree) == repository_id(git_repo)
+
+
+def test_the_origin_url_is_read_from_the_common_config(git_repo: Path, tmp_path: Path) -> None:
+    _git(git_repo, "remote", "add", "upstream", "https://example.invalid/up.git")
+    _git(git_repo, "remote", "add", "origin", "git@example.invalid:team/repo.git")
+    assert repository_id(git_repo) == "git@example.invalid:team/repo.git"
+    worktree = tmp_path / "wt"
+    _git(git_repo, "worktree", "add", "-q", str(worktree))
+    assert repository_id(worktree) == "git@example.invalid:team/repo.git"
+
+
+def test_a_child_past_its_deadline_is_killed_and_reported_as_failed(tmp_path: Path) -> None:
+    import time
+
+    from majordomus.identity import run_bounded
+
+    started = time.monotonic()
+    code, out = run_bounded(["sh", "-c", "echo partial; exec sleep 30"], timeout=0.3)
+    assert code is None and out == b"partial\n"
+    assert time.monotonic() - started < 20  # killed, not waited for
+    assert run_bounded(["sh", "-c", "exit 3"], timeout=5) == (3, b"")
+    assert run_bounded(["no-such-program-anywhere"], timeout=5) == (None, b"")

@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-HEAVY = ("yaml", "starlette", "uvicorn", "anyio", "pydantic", "httpx", "mcp", "h11", "click", "asyncio")
+HEAVY = ("yaml", "starlette", "uvicorn", "anyio", "pydantic", "httpx", "mcp", "h11", "click", "asyncio",
+         "subprocess", "dataclasses", "typing", "hashlib")  # the last four cost a hook ~15 ms; see values.py
 
 PROBE = """
 import sys, io

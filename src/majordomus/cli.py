@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import importlib
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 from majordomus import __version__
 from majordomus.errors import MajordomusError, UsageError
@@ -33,11 +34,13 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
 }
 
 
-@dataclass
 class Context:
-    repo: Path | None = None
-    json: bool = False
-    _root: Path | None = field(default=None, repr=False)
+    """What every command gets: the global options, and the root found once, when first asked."""
+
+    def __init__(self, repo: Path | None = None, json: bool = False) -> None:
+        self.repo = repo
+        self.json = json
+        self._root: Path | None = None
 
     @property
     def root(self) -> Path:

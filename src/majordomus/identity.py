@@ -5,16 +5,20 @@ Stdlib only: the hook path imports this. One function computes each identity; ev
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import secrets
-import subprocess
-from dataclasses import dataclass
+import select
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 from majordomus.errors import MissingError
+from majordomus.values import value
+
+try:  # the builtin module: hashlib would load OpenSSL, 3 ms of every hook run
+    from _sha256 import sha256
+except ImportError:  # pragma: no cover - other builds, later Pythons
+    from hashlib import sha256
 
 GIT_TIMEOUT = 0.8  # seconds; a hook has 1-1.5 s in all (CLIENTS.md), git must not eat it
 
@@ -42,7 +46,7 @@ def parse_rfc3339(text: str) -> datetime | None:
 
 def new_episode_id(moment: datetime) -> str:
     """`s-YYYYMMDDHHMMSS-xxxx` (UTC, four random hex)."""
-    return f"s-{moment.astimezone(timezone.utc).strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(2)}"
+    return f"s-{moment.astimezone(timezone.utc).strftime('%Y%m%d%H%M%S')}-{os.urandom(2).hex()}"
 
 
 _KEY_SAFE = re.compile(r"[A-Za-z0-9_-]")
@@ -63,7 +67,7 @@ def session_key(provider_session: str) -> str:
     if not encoded:
         return "%"
     if len(encoded) > _KEY_MAX:
-        digest = hashlib.sha256(provider_session.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        digest = sha256(provider_session.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         encoded = f"{encoded[:120]}~{digest}"
     return encoded
 
@@ -74,24 +78,121 @@ def name_key(text: str, limit: int = 64) -> str:
     return cleaned or "none"
 
 
+def run_bounded(argv: list[str], timeout: float, limit: int = 4 * 1024 * 1024) -> tuple[int | None, bytes]:
+    """Run a program with stdin and stderr on /dev/null; (exit status or None on failure/timeout, stdout).
+
+    Spawned with posix_spawn and read with select: the `subprocess` module would cost every hook
+    ~6 ms of imports (locale, signal, threading, selectors). A child past its deadline is killed.
+    """
+    read_fd, write_fd = os.pipe()
+    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0), (os.POSIX_SPAWN_DUP2, write_fd, 1),
+               (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0), (os.POSIX_SPAWN_CLOSE, read_fd),
+               (os.POSIX_SPAWN_CLOSE, write_fd)]
+    try:
+        pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=actions)
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        return None, b""
+    os.close(write_fd)
+    chunks: list[bytes] = []
+    size = 0
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([read_fd], [], [], left)[0]:
+                timed_out = True
+                break
+            chunk = os.read(read_fd, 65536)
+            if not chunk:
+                break
+            if size < limit:
+                chunks.append(chunk)
+                size += len(chunk)
+    finally:
+        os.close(read_fd)
+        if timed_out:
+            _kill(pid)
+        _, status = os.waitpid(pid, 0)
+    if timed_out:
+        return None, b"".join(chunks)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, 9)  # SIGKILL; the number saves importing `signal`
+    except ProcessLookupError:
+        pass
+
+
 def git(root: Path, *args: str, timeout: float = GIT_TIMEOUT) -> str | None:
     """Run git in `root`; its stdout stripped, or None when it fails or takes too long."""
-    try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=timeout,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired):
+    code, out = run_bounded(["git", "-C", str(root), *args], timeout)
+    if code != 0:
         return None
-    if done.returncode != 0:
-        return None
-    return done.stdout.decode("utf-8", "replace").strip()
+    return out.decode("utf-8", "replace").strip()
 
 
 def find_root(start: Path) -> Path:
-    """The git top level of `start`; exit 12 outside a repository."""
+    """The git top level of `start`; exit 12 outside a repository.
+
+    Walks up to the first `.git` (a directory, or a worktree's file) in Python: a git process costs a
+    hook several milliseconds. With GIT_DIR or GIT_WORK_TREE set, git itself is asked.
+    """
+    if not (os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE")):
+        here = os.path.abspath(start)
+        while True:
+            if os.path.exists(os.path.join(here, ".git")):
+                return Path(here)
+            parent = os.path.dirname(here)
+            if parent == here:
+                break
+            here = parent
     top = git(start, "rev-parse", "--show-toplevel", timeout=5)
     if not top:
         raise MissingError(f"{start} is not inside a git repository", "run majordomus inside one, or pass --repo ROOT")
     return Path(top)
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def git_dirs(root: Path) -> tuple[str, str] | None:
+    """(git dir, common dir) of a worktree read from disk, or None when the layout is not the plain one."""
+    dot = os.path.join(root, ".git")
+    if os.path.isdir(dot):
+        gdir = dot
+    else:
+        text = _read(dot)
+        if not text or not text.startswith("gitdir:"):
+            return None
+        gdir = os.path.normpath(os.path.join(root, text[7:].strip()))
+    common_rel = _read(os.path.join(gdir, "commondir"))
+    common = os.path.normpath(os.path.join(gdir, common_rel.strip())) if common_rel else gdir
+    if os.path.isdir(os.path.join(common, "reftable")):
+        return None  # reftable refs are binary: let git read them
+    return gdir, common
+
+
+def _ref_sha(gdir: str, common: str, ref: str) -> str | None:
+    for base in (gdir, common):
+        text = _read(os.path.join(base, ref))
+        if text and re.fullmatch(r"[0-9a-f]{40}\s*", text):
+            return text.strip()
+    packed = _read(os.path.join(common, "packed-refs")) or ""
+    for line in packed.splitlines():
+        sha, _, name = line.partition(" ")
+        if name == ref and re.fullmatch(r"[0-9a-f]{40}", sha):
+            return sha
+    return None
 
 
 def _strip_userinfo(url: str) -> str:
@@ -99,33 +200,66 @@ def _strip_userinfo(url: str) -> str:
     return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", r"\1", url)
 
 
+def _origin_url(common: str) -> str | None:
+    section = None
+    for line in (_read(os.path.join(common, "config")) or "").splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line
+            continue
+        if section is not None and re.fullmatch(r'\[remote\s+"origin"\]', section):
+            key, eq, val = line.partition("=")
+            if eq and key.strip().lower() == "url":
+                return val.strip().strip('"') or None
+    return None
+
+
 def repository_id(root: Path) -> str:
-    url = git(root, "config", "--get", "remote.origin.url")
+    dirs = git_dirs(root)
+    if dirs is not None:
+        url = _origin_url(dirs[1])
+        common = os.path.abspath(dirs[1])
+    else:
+        url = git(root, "config", "--get", "remote.origin.url")
+        common = git(root, "rev-parse", "--path-format=absolute", "--git-common-dir") or str(root / ".git")
     if url:
         return _strip_userinfo(url)
-    common = git(root, "rev-parse", "--path-format=absolute", "--git-common-dir") or str(root / ".git")
-    return "local:" + hashlib.sha256(common.encode()).hexdigest()[:16]
+    return "local:" + sha256(common.encode()).hexdigest()[:16]
 
 
 def worktree_id(root: Path) -> str:
-    return hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+    return sha256(str(root.resolve()).encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
+@value
 class TreeState:
     branch: str
     head: str  # 40 hex, or NONE before the first commit
     working_tree: str  # clean | dirty | unknown
 
 
-def tree_state(root: Path) -> TreeState:
-    """Branch, head and cleanliness in two git calls, each bounded in time."""
-    out = git(root, "rev-parse", "HEAD", "--abbrev-ref", "HEAD") or ""
-    parts = out.splitlines()
-    head = parts[0] if parts and re.fullmatch(r"[0-9a-f]{40}", parts[0]) else "NONE"
-    branch = parts[1] if len(parts) > 1 else ""
-    if not parts:  # an unborn branch: rev-parse HEAD fails as a whole
-        branch = git(root, "symbolic-ref", "--short", "HEAD") or "HEAD"
+def head_state(root: Path) -> tuple[str, str]:
+    """(branch, head) from the files under .git; git is asked only for layouts we do not read."""
+    dirs = git_dirs(root)
+    text = _read(os.path.join(dirs[0], "HEAD")) if dirs else None
+    if dirs is None or text is None:
+        out = (git(root, "rev-parse", "HEAD", "--abbrev-ref", "HEAD") or "").splitlines()
+        if not out:
+            return git(root, "symbolic-ref", "--short", "HEAD") or "HEAD", "NONE"
+        return (out[1] if len(out) > 1 else "HEAD"), (out[0] if re.fullmatch(r"[0-9a-f]{40}", out[0]) else "NONE")
+    text = text.strip()
+    if text.startswith("ref:"):
+        ref = text[4:].strip()
+        branch = ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else ref
+        return branch, _ref_sha(dirs[0], dirs[1], ref) or "NONE"
+    return "HEAD", text if re.fullmatch(r"[0-9a-f]{40}", text) else "NONE"
+
+
+def tree_state(root: Path, *, with_status: bool = True) -> TreeState:
+    """Branch and head from disk; cleanliness from one bounded `git status` (the layer's own files excluded)."""
+    branch, head = head_state(root)
+    if not with_status:
+        return TreeState(branch=branch, head=head, working_tree="unknown")
     status = git(root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude).ai")
     working = "unknown" if status is None else ("dirty" if status else "clean")
     return TreeState(branch=branch, head=head, working_tree=working)

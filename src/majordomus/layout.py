@@ -10,16 +10,16 @@ import fcntl
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from majordomus.errors import InternalError, RefusedError
+from majordomus.values import value
 
 PRIVATE_FILE = 0o600
 PRIVATE_DIR = 0o700
 
 
-@dataclass(frozen=True)
+@value
 class Layout:
     """The `.ai/` layer of one worktree. Only paths: nothing here touches the disk."""
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 from majordomus import __version__
 from majordomus.errors import ContractError, RefusedError

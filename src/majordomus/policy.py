@@ -7,12 +7,14 @@ keyed by the file's size and mtime, so a prompt never pays for a YAML parser.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 from majordomus.errors import ContractError
 from majordomus.layout import Layout, write_atomic
+from majordomus.values import value
 
 DEFAULTS: dict[str, int] = {
     "prompts.retention_max_days": 90,
@@ -46,10 +48,10 @@ def default_policy_text(missing: dict[str, int] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-@dataclass(frozen=True)
+@value
 class Policy:
     values: dict[str, int]
-    declared: frozenset[str] = field(default_factory=frozenset)
+    declared: frozenset[str] = frozenset()
     problems: tuple[str, ...] = ()
 
     def get_int(self, key: str) -> int:

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
+    
 from majordomus.errors import ContractError, MissingError
+from majordomus.values import value
 
 HERE = Path(__file__).parent
 YAML_PATH = HERE / "providers.yaml"
 JSON_PATH = HERE / "providers.json"
 
-Aspect = Literal["session", "prompt"]
 OFFER_VALUES: dict[str, tuple[str, ...]] = {
     "episode": ("hooks", "connection", "none"),
     "prompts": ("hook", "none"),  # deliberately no `connection`: an MCP server never sees a prompt
@@ -26,7 +28,7 @@ OFFER_VALUES: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
+@value
 class SessionRow:
     events: dict[str, str]  # start|end|compact -> the client's event name
     session_keys: tuple[str, ...]
@@ -40,7 +42,7 @@ CONNECTION_ROW = SessionRow(events={}, session_keys=("session_id",), source_keys
                             reason_keys=("reason",), deliberate=frozenset({"detach", "shutdown"}))
 
 
-@dataclass(frozen=True)
+@value
 class PromptRow:
     event: str
     text_keys: tuple[str, ...]
@@ -50,7 +52,7 @@ class PromptRow:
     person_sources: frozenset[str]
 
 
-@dataclass(frozen=True)
+@value
 class Provider:
     name: str
     title: str

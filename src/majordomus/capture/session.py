@@ -8,31 +8,32 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 from majordomus import ledger
 from majordomus.capture import store
 from majordomus.errors import MajordomusError, MissingError, UsageError
 from majordomus.identity import (compact_stamp, name_key, new_episode_id, now_utc, owner, repository_id, rfc3339,
-                                 session_key, tree_state, worktree_id)
+                                 run_bounded, session_key, tree_state, worktree_id)
 from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock, write_atomic
 from majordomus.providers import Provider, SessionRow, get_provider
+from majordomus.values import value
 
 EVENTS = ("start", "end", "compact")
 LIST_LIMIT = 200  # changed files and commits kept in a record; the record says when a list was cut
 LIST_SECONDS = 0.5  # what git may spend on each list at the close
 
 
-@dataclass(frozen=True)
+@value
 class SessionReport:
     exit_code: int
     line: str
 
 
-@dataclass(frozen=True)
+@value
 class Boundary:
     """What an admitted payload says, whatever client it came from."""
 
@@ -214,7 +215,7 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
             path.unlink(missing_ok=True)
             return f"episode {sid} already has a record at {_rel(layout, record)}; this close adds none"
         moment = now_utc()
-        tree = tree_state(layout.root)
+        tree = tree_state(layout.root, with_status=False)  # one full status below serves both lists
         changed, changed_cut = _changed_files(layout.root)
         commits, commits_cut = _commits(layout.root, str(fields.get("start_head", "NONE")), tree.head)
         working = "unknown" if changed_cut is None else ("dirty" if any(not c.startswith("??") for c in changed)
@@ -267,15 +268,12 @@ def _release_pointer(layout: Layout, sid: str) -> None:
 
 def _git_lines(root: Path, *args: str) -> tuple[list[str], bool | None]:
     """Up to LIST_LIMIT lines of a git listing, and whether it was cut (None when git failed)."""
-    try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=LIST_SECONDS, check=False)
-    except subprocess.TimeoutExpired:
-        return [], True
-    except OSError:
+    code, out = run_bounded(["git", "-C", str(root), *args], LIST_SECONDS)
+    lines = [ln for ln in out.decode("utf-8", "replace").splitlines() if ln.strip()]
+    if code is None and out:
+        return lines[:LIST_LIMIT], True  # still listing at the deadline: what came is kept, and marked cut
+    if code != 0:
         return [], None
-    if done.returncode != 0:
-        return [], None
-    lines = [ln for ln in done.stdout.decode("utf-8", "replace").splitlines() if ln.strip()]
     return lines[:LIST_LIMIT], len(lines) > LIST_LIMIT
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 from majordomus.identity import session_key
 from majordomus.layout import Layout
+from majordomus.values import value
 
 OPEN_FIELDS = ("session_id", "started_at", "provider", "provider_session", "owner", "repository_id",
                "worktree", "worktree_id", "branch", "start_head", "start_working_tree", "last_activity_at",
@@ -96,7 +98,7 @@ def read_open(layout: Layout, provider_session: str) -> dict[str, Any] | None:
     return read_open_file(layout.open_file(session_key(provider_session)))
 
 
-@dataclass(frozen=True)
+@value
 class OpenEpisode:
     key: str
     path: Path
@@ -130,7 +132,7 @@ def find_record(layout: Layout, session_id: str) -> Path | None:
     return None
 
 
-@dataclass(frozen=True)
+@value
 class Window:
     """One episode's span: from its opening to its close (None while it is still open)."""
 
