@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 from majordomus import ledger
 from majordomus.capture import store
 from majordomus.errors import MajordomusError, MissingError, UsageError
-from majordomus.identity import (compact_stamp, name_key, new_episode_id, now_utc, owner, repository_id, rfc3339,
+from majordomus.identity import (compact_stamp, head_state, name_key, new_episode_id, now_utc, owner, repository_id, rfc3339,
                                  run_bounded, session_key, tree_state, worktree_id)
 from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock, write_atomic
 from majordomus.providers import Provider, SessionRow, get_provider
@@ -302,8 +302,9 @@ def count_compaction(layout: Layout, b: Boundary) -> str:
         fields["compactions"] = int(fields.get("compactions") or 0) + 1
         fields["last_activity_at"] = rfc3339(now_utc())
         write_atomic(layout.open_file(key), store.render_open(fields))
-        ledger.append(layout, "session.compacted", session=fields["session_id"], provider=b.provider.name,
-                      compactions=fields["compactions"])
+        branch, head = head_state(layout.root)
+        ledger.append(layout, "session.compacted", session=fields["session_id"], head=head, branch=branch,
+                      provider=b.provider.name, compactions=fields["compactions"])
     return f"session {fields['session_id']} compacted (compaction {fields['compactions']})"
 
 
