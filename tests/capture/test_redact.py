@@ -1,0 +1,332 @@
+"""capture/redact.py: the table's rows, true shapes in context, hard negatives, a corpus, linearity.
+
+Every credential here is fake, built to the right shape from obviously made-up parts.
+"""
+
+from __future__ import annotations
+
+import string
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import majordomus.capture.redact as redact_module
+from majordomus.capture.redact import Rule, load_rules, redact
+
+SRC = Path(redact_module.__file__).resolve().parents[2]
+CORPUS = Path(__file__).with_name("redaction_corpus.tsv")
+
+SHAPES: dict[str, str] = {
+    "anthropic-key": "sk-ant-api03-" + ("Fake0Key1Not2Real3_-" * 5)[:93] + "AA",
+    "openrouter-key": "sk-or-v1-" + "0123456789abcdef" * 4,
+    "openai-key": "sk-proj-" + ("Fake_Proj-Key0123456789abcdefghij" * 3)[:74] + "T3BlbkFJ" + ("Zyx98765-_fakeFAKE" * 5)[:74],
+    "github-token": "ghp_" + "FakeTokenNot4RealUse0nlyInTests12345",
+    "github-pat": "github_pat_" + "11FAKEPAT0AbCdEfGhIjKl_" + ("NotARealTokenJustTheRightShape0123456789" * 2)[:59],
+    "aws-access-key-id": "AKIA" + "FAKEK3YN0TREAL22",
+    "google-api-key": "AIza" + "SyFake-Key_0123456789NotRealAbcdefg",
+    "slack-token": "xoxb-1234567890-9876543210-" + "FakeSlackBotToken0123abcd",
+    "stripe-key": "sk_live_" + "51FakeStripeKey0123456789AbCd",
+    "private-key": "\n".join(
+        [
+            "-----BEGIN RSA PRIVATE KEY-----",
+            "MIIEowIBAAKCAQEAfakeFAKEfake0123456789abcdefNOTAREALKEYxyzXYZ1234",
+            "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789+/AbCdEfGhIjKlMnOpQrStUvWxYz",
+            "Zm9vYmFyZmFrZWtleW5vdHJlYWxqdXN0dGhlcmlnaHRzaGFwZQ==",
+            "-----END RSA PRIVATE KEY-----",
+        ]
+    ),
+    "bearer-token": "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJmYWtlLXVzZXIifQ.FakeSignatureNotReal0123456789",
+}
+OPAQUE = "Fake0Opaque1Value2ForTests3"
+
+# Each context holds the credential once, where `{}` is. The expected output is the same context
+# holding the marker: the punctuation and everything else around the credential survive.
+CONTEXTS = [
+    "{}",
+    "{} opens the text",
+    "the text ends with {}",
+    "In prose, {} sits in the middle of a sentence.",
+    'payload = {{"value": "{}", "n": 1}}',
+    "export SERVICE_VALUE={}",
+    "ALPHA=1\nSERVICE={}\nBETA=2",
+    "```\n{}\n```",
+    "say '{}' once",
+    'say "{}" twice',
+    "<value>{}</value>",
+    "ends a sentence: {}.",
+    "in a list: {}, and more",
+    "in parentheses ({}) here",
+    "{}: then a colon",
+]
+
+
+def marker(rule: str) -> str:
+    return f"[redacted:{rule}]"
+
+
+# -- the table -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rule", load_rules(), ids=lambda rule: rule.name)
+def test_every_row_of_the_table_catches_its_own_sample(rule: Rule) -> None:
+    assert rule.pattern.search(rule.sample), f"{rule.name}: the pattern misses its sample"
+    redacted, names = redact(rule.sample)
+    assert rule.name in names
+    assert marker(rule.name) in redacted
+
+
+def test_the_table_covers_every_shape_the_spec_names_and_assignment_is_last() -> None:
+    names = [rule.name for rule in load_rules()]
+    assert set(SHAPES) | {"assignment"} <= set(names)
+    assert names[-1] == "assignment"
+    assert len(names) == len(set(names))
+
+
+def test_a_table_with_a_duplicate_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="duplicate"):
+        redact_module._parse_rules("twin\ta\tsample\ntwin\tb\tsample\n")
+
+
+def test_a_row_without_three_fields_is_refused() -> None:
+    with pytest.raises(ValueError, match="name<TAB>pattern<TAB>sample"):
+        redact_module._parse_rules("# header\nlonely\tpattern\n")
+
+
+def test_importing_the_module_compiles_nothing_and_imports_only_the_stdlib() -> None:
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(SRC)!r})\n"
+        "before = set(sys.modules)\n"
+        "import majordomus.capture.redact as r\n"
+        "roots = {m.split('.')[0] for m in set(sys.modules) - before}\n"
+        "foreign = roots - set(sys.stdlib_module_names) - {'majordomus'}\n"
+        "assert not foreign, foreign\n"
+        "assert r._rules is None\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+# -- true shapes in context ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("context", CONTEXTS)
+@pytest.mark.parametrize("rule", sorted(SHAPES))
+def test_a_credential_is_replaced_whole_in_every_context(rule: str, context: str) -> None:
+    assert redact(context.format(SHAPES[rule])) == (context.format(marker(rule)), (rule,))
+
+
+@pytest.mark.parametrize("rule", sorted(set(SHAPES) - {"bearer-token"}))
+def test_a_credential_in_a_curl_authorization_header_is_replaced(rule: str) -> None:
+    text = f'curl -H "Authorization: Bearer {SHAPES[rule]}" https://api.example.com/v1/me'
+    expected = f'curl -H "Authorization: Bearer {marker(rule)}" https://api.example.com/v1/me'
+    assert redact(text) == (expected, (rule,))
+
+
+def test_a_bearer_token_in_a_curl_header_loses_the_scheme_and_token_only() -> None:
+    text = 'curl -H "' + "Authorization: " + SHAPES["bearer-token"] + '" https://api.example.com'
+    assert redact(text) == ('curl -H "Authorization: [redacted:bearer-token]" https://api.example.com', ("bearer-token",))
+
+
+def test_a_multi_line_pem_block_is_gone_from_begin_through_end() -> None:
+    text = "Here is the key:\n" + SHAPES["private-key"] + "\nand nothing else."
+    redacted, names = redact(text)
+    assert redacted == "Here is the key:\n[redacted:private-key]\nand nothing else."
+    assert names == ("private-key",)
+
+
+def test_a_json_escaped_and_indented_pem_block_is_gone_too() -> None:
+    escaped = SHAPES["private-key"].replace("\n", "\\n")
+    assert redact('{"private_key": "' + escaped + '\\n"}') == ('{"private_key": "[redacted:private-key]\\n"}', ("private-key",))
+    indented = SHAPES["private-key"].replace("\n", "\r\n    ")
+    assert redact("key: |\r\n    " + indented + "\r\nnext: 1") == ("key: |\r\n    [redacted:private-key]\r\nnext: 1", ("private-key",))
+
+
+def test_an_unterminated_pem_block_runs_to_the_end_of_its_base64_lines() -> None:
+    body = SHAPES["private-key"].split("\n-----END")[0]
+    assert redact(body + "\n\nThat is all I have.") == ("[redacted:private-key]\n\nThat is all I have.", ("private-key",))
+
+
+def test_prose_between_a_pem_header_and_an_end_line_is_not_swallowed() -> None:
+    text = "-----BEGIN RSA PRIVATE KEY----- and -----END RSA PRIVATE KEY----- mark a key."
+    assert redact(text) == (text, ())
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"DB_PASSWORD={OPAQUE}", "DB_PASSWORD=[redacted:assignment]"),
+        (f"export API_TOKEN='{OPAQUE}'", "export API_TOKEN='[redacted:assignment]'"),
+        (f'{{"client_secret": "{OPAQUE}"}}', '{"client_secret": "[redacted:assignment]"}'),
+        (f"apiKey: {OPAQUE}", "apiKey: [redacted:assignment]"),
+        (f"token := `{OPAQUE}`", "token := `[redacted:assignment]`"),
+        (f"<password>{OPAQUE}</password>", "<password>[redacted:assignment]</password>"),
+        (f"my secret={OPAQUE}.", "my secret=[redacted:assignment]."),
+        (f"call(password={OPAQUE}, user=1)", "call(password=[redacted:assignment], user=1)"),
+        (f"```\nSECRET_KEY = \"{OPAQUE}\"\n```", '```\nSECRET_KEY = "[redacted:assignment]"\n```'),
+    ],
+)
+def test_an_assignment_keeps_the_name_and_separator_and_loses_the_value(text: str, expected: str) -> None:
+    assert redact(text) == (expected, ("assignment",))
+
+
+def test_a_specific_shape_outranks_the_assignment_rule() -> None:
+    token = SHAPES["github-token"]
+    assert redact(f"GITHUB_TOKEN={token}") == ("GITHUB_TOKEN=[redacted:github-token]", ("github-token",))
+    url = f"https://x-access-token:{token}@github.com/acme/repo.git"
+    assert redact(url) == ("https://x-access-token:[redacted:github-token]@github.com/acme/repo.git", ("github-token",))
+
+
+def test_the_rules_that_fired_are_sorted_and_unique() -> None:
+    text = f"{SHAPES['github-token']} {SHAPES['anthropic-key']} {SHAPES['github-token']}"
+    redacted, names = redact(text)
+    assert names == ("anthropic-key", "github-token")
+    assert redacted == "[redacted:github-token] [redacted:anthropic-key] [redacted:github-token]"
+
+
+# -- hard negatives --------------------------------------------------------------------------------
+
+SHA1 = "3f786850e387550fdab836ed7e6dc881de23001b"
+SHA256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+UUID = "123e4567-e89b-12d3-a456-426614174000"
+BASE64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"commit {SHA1}",
+        f"GITHUB_SHA={SHA1}",
+        f"{SHA256}  majordomus-0.1.0.tar.gz",
+        f"--hash=sha256:{SHA256}",
+        f'{{"id": "{UUID}"}}',
+        f"request {UUID} failed.",
+        f"data:image/png;base64,{BASE64}",
+        BASE64,
+        "import sklearn  # the sk-learn package, the sk-SK locale, the sk-chase spinner",
+        "Forgot your password? The password must be changed every year.",
+        "password=hunter2",
+        "password_min_length = 12\nmax_tokens = 4096",
+        "def check(password: str, token: int) -> bool:\n    return hash(password) == token\n",
+        "sorted(rows, key=lambda row: row[1])",
+        "ANTHROPIC_API_KEY=sk-ant-api03-...",
+        "api_key = os.environ['API_KEY']",
+        "Authorization: Bearer $API_TOKEN",
+        "Authorization: Bearer <your-token>",
+        "the bearer of this letter",
+        "AKIAXXXXXXXXXXXXXXXX and ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUfakeCertificate0123\n-----END CERTIFICATE-----",
+    ],
+)
+def test_a_hard_negative_survives_byte_for_byte(text: str) -> None:
+    assert redact(text) == (text, ())
+
+
+PROSE_CHARACTERS = string.ascii_letters + " \n.,;:!?'\"()-"
+WORDS = st.text(alphabet=string.ascii_letters, min_size=1, max_size=12) | st.sampled_from(
+    ["password", "token", "key", "secret", "Bearer", "bearer", "sk", "ghp", "AKIA", "AIza", "xoxb", "BEGIN", "PRIVATE", "KEY"]
+)
+GAPS = st.sampled_from([" ", ", ", ". ", "; ", ": ", "! ", "? ", "\n", " - ", " (", ") "])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=PROSE_CHARACTERS, max_size=600))
+def test_text_of_prose_characters_is_returned_unchanged(text: str) -> None:
+    assert redact(text) == (text, ())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(WORDS, GAPS), max_size=80))
+def test_prose_made_of_words_is_returned_unchanged(pairs: list[tuple[str, str]]) -> None:
+    text = "".join(word + gap for word, gap in pairs)
+    assert redact(text) == (text, ())
+
+
+# -- the corpus ------------------------------------------------------------------------------------
+
+
+def read_corpus() -> list[tuple[str, str]]:
+    rows = []
+    with CORPUS.open(encoding="utf-8", newline="") as corpus:
+        for line in corpus:
+            if line.startswith("#") or not line.strip():
+                continue
+            expect, text = line.rstrip("\n").split("\t", 1)
+            rows.append((expect, text.replace("{NL}", "\n").replace("{CR}", "\r")))
+    return rows
+
+
+def test_the_corpus_has_full_recall_and_no_false_positive() -> None:
+    rows = read_corpus()
+    positives = [(expect, text) for expect, text in rows if expect != "none"]
+    negatives = [text for expect, text in rows if expect == "none"]
+    assert len(positives) >= 60 and len(negatives) >= 40
+    assert {expect for expect, _ in positives} == {rule.name for rule in load_rules()}
+    missed = [(expect, text) for expect, text in positives if marker(expect) not in redact(text)[0]]
+    false_positives = [(text, redact(text)) for text in negatives if redact(text) != (text, ())]
+    assert missed == [], f"recall {len(positives) - len(missed)}/{len(positives)}"
+    assert false_positives == [], f"{len(false_positives)} false positive(s) in {len(negatives)}"
+
+
+def test_redacted_text_stays_as_it_is_when_redacted_again() -> None:
+    for expect, text in read_corpus():
+        once, _ = redact(text)
+        assert redact(once) == (once, ()), expect
+
+
+# -- linear time -----------------------------------------------------------------------------------
+# A quadratic pattern on these ~1 MB inputs takes minutes (REDACTION.md §4: the detect-secrets OpenAI
+# regex is about 20 minutes on 1 MB of "sk-"); every rule here takes well under a second. The hard
+# subprocess timeout is the proof, so nothing asserts a duration.
+
+MB = "1_000_000"
+ADVERSARIAL = {
+    "a": f"'a' * {MB}",
+    "A": f"'A' * {MB}",
+    "digit": f"'7' * {MB}",
+    "dash": f"'-' * {MB}",
+    "equals": f"'=' * {MB}",
+    "underscore": f"'_' * {MB}",
+    "space": f"' ' * {MB}",
+    "newline": f"'\\n' * {MB}",
+    "sk-ant-": "'sk-ant-' * 100_000",
+    "sk-": "'sk-' * 300_000",
+    "sk-proj-": "'sk-proj-' * 100_000",
+    "ghp_": "'ghp_' * 100_000",
+    "github_pat_": "'github_pat_' * 50_000",
+    "AKIA": "'AKIA' * 200_000",
+    "AIza": "'AIza' * 200_000",
+    "xoxb-1-": "'xoxb-1-' * 100_000",
+    "sk_live_": "'sk_live_' * 100_000",
+    "pem headers unterminated": "'-----BEGIN RSA PRIVATE KEY-----\\n' * 20_000",
+    "pem armor lines": "'-----BEGIN PGP PRIVATE KEY BLOCK-----\\nVersion: x -----BEGIN PGP PRIVATE KEY BLOCK-----\\n' * 10_000",
+    "pem header then a long body": f"'-----BEGIN RSA PRIVATE KEY-----\\n' + 'A' * {MB}",
+    "pem header then base64 lines": "'-----BEGIN RSA PRIVATE KEY-----\\n' + ('A' * 64 + '\\n') * 15_000",
+    "password=": "'password=' * 100_000",
+    'password="': "'password=\"' * 100_000",
+    "password:": "'password: ' * 100_000",
+    "key=": "'key=' * 250_000",
+    "camel names": "'aKey=a1b2' * 100_000",
+    "Bearer ": "'Bearer ' * 100_000",
+    "Bearer then a long token": f"'Bearer ' + 'a1' * 500_000",
+    "assignment then 1 MB of value": f"'api_key=' + 'a1' * 500_000",
+    "quoted assignment unterminated": f"'api_key=\"' + 'a1' * 500_000",
+    "many real tokens": "' '.join(['ghp_FakeTokenNot4RealUse0nlyInTests12345'] * 25_000)",
+}
+CHILD = """
+import sys
+sys.path.insert(0, {src!r})
+from majordomus.capture.redact import redact
+redact({expression})
+"""
+
+
+@pytest.mark.parametrize("expression", list(ADVERSARIAL.values()), ids=list(ADVERSARIAL))
+def test_every_rule_is_linear_on_adversarial_input(expression: str) -> None:
+    code = CHILD.format(src=str(SRC), expression=expression)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
+    assert result.returncode == 0, result.stderr
