@@ -330,3 +330,28 @@ def test_every_rule_is_linear_on_adversarial_input(expression: str) -> None:
     code = CHILD.format(src=str(SRC), expression=expression)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
     assert result.returncode == 0, result.stderr
+
+
+def _corpus_texts() -> list[str]:
+    path = Path(__file__).with_name("redaction_corpus.tsv")
+    texts = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#") and "\t" in line:
+            texts.append(line.split("\t", 1)[1].replace("{NL}", "\n").replace("{CR}", "\r"))
+    return texts
+
+
+def test_the_hints_hide_no_match_in_the_corpus_or_the_samples() -> None:
+    texts = _corpus_texts() + [rule.sample for rule in load_rules()]
+    assert len(texts) > 100
+    for text in texts:
+        assert redact(text) == redact(text, use_hints=False), text
+
+
+@given(st.lists(st.sampled_from(["sk-ant-", "sk-", "ghp_", "github_pat_", "AKIA", "ASIA", "AIza", "xoxb-", "sk_live_",
+                                 "-----BEGIN RSA PRIVATE KEY-----\n", "Bearer ", "api_key=", "TOKEN: ", "password = ",
+                                 "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF", "0123456789abcdef", " ", "\n", "\"", "'", "=",
+                                 "-", "_", ".", ",", "-----END RSA PRIVATE KEY-----"]), max_size=30).map("".join))
+@settings(max_examples=400, deadline=None)
+def test_the_hints_never_change_the_result(text: str) -> None:
+    assert redact(text) == redact(text, use_hints=False)

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from majordomus.values import value
 
 TABLE = Path(__file__).with_name("redact_rules.tsv")
 
@@ -22,13 +23,35 @@ MIN_DISTINCT_IN_TAIL = 4
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
-@dataclass(frozen=True)
+@value
 class Rule:
-    """One credential shape. If `pattern` has a group named `secret`, only that group is replaced."""
+    """One credential shape. If `pattern` has a group named `secret`, only that group is replaced.
+
+    `hints` are lowercase substrings at least one of which every match contains (its literal prefix,
+    the names the assignment rule knows): a text without any of them cannot match, so the rule is
+    neither compiled nor run. Compiling the whole table costs a hook ~8 ms; most prompts need none of it.
+    """
 
     name: str
-    pattern: re.Pattern[str]
+    source: str
     sample: str
+    hints: tuple[str, ...] = ()
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source)  # `re` caches compiled patterns per process
+
+    def may_match(self, text: str, lowered: str) -> bool:
+        """A hint is a lowercase substring, or `/regex/`: a small pattern searched case-insensitively."""
+        if not self.hints:
+            return True
+        for hint in self.hints:
+            if hint.startswith("/") and hint.endswith("/") and len(hint) > 2:
+                if re.search(hint[1:-1], text, re.IGNORECASE):
+                    return True
+            elif hint in lowered:
+                return True
+        return False
 
 
 _rules: list[Rule] | None = None
@@ -42,24 +65,35 @@ def _parse_rules(text: str, source: str = "redact_rules.tsv") -> list[Rule]:
         if not line.strip() or line.startswith("#"):
             continue
         fields = line.split("\t")
-        if len(fields) != 3:
-            raise ValueError(f"{source}:{number}: expected name<TAB>pattern<TAB>sample, got {len(fields)} field(s)")
-        name, pattern, sample = fields
+        if len(fields) not in (3, 4):
+            raise ValueError(f"{source}:{number}: expected name<TAB>pattern<TAB>sample[<TAB>hints], "
+                             f"got {len(fields)} field(s)")
+        name, pattern, sample = fields[:3]
+        hints = _split_hints(fields[3]) if len(fields) == 4 else ()
+        if any(h != h.lower() for h in hints if not h.startswith("/")):
+            raise ValueError(f"{source}:{number}: hints of {name!r} must be lowercase")
         if not _NAME.fullmatch(name):
             raise ValueError(f"{source}:{number}: rule name {name!r} is not lowercase-hyphenated")
         if name in seen:
             raise ValueError(f"{source}:{number}: duplicate rule name {name!r}")
         seen.add(name)
-        try:
-            compiled = re.compile(pattern)
-        except re.error as error:
-            raise ValueError(f"{source}:{number}: rule {name!r} does not compile: {error}") from None
-        rules.append(Rule(name=name, pattern=compiled, sample=sample))
+        rule = Rule(name=name, source=pattern, sample=sample, hints=hints)
+        if not rule.may_match(sample, sample.lower()):
+            raise ValueError(f"{source}:{number}: the sample of {name!r} matches none of its hints")
+        rules.append(rule)
     return rules
 
 
+def _split_hints(field: str) -> tuple[str, ...]:
+    """Comma-separated hints; a `/regex/` hint is kept whole even when it contains commas."""
+    field = field.strip()
+    if field.startswith("/") and field.endswith("/"):
+        return (field,)
+    return tuple(h.strip() for h in field.split(",") if h.strip())
+
+
 def load_rules() -> list[Rule]:
-    """The table in order, compiled once per process (lazily: importing this module compiles nothing)."""
+    """The table in order, read once per process; each pattern is compiled on first use."""
     global _rules
     if _rules is None:
         _rules = _parse_rules(TABLE.read_text(encoding="utf-8"))
@@ -70,15 +104,19 @@ def _is_placeholder(span: str) -> bool:
     return len(set(span)) < MIN_DISTINCT_CHARACTERS or len(set(span[-TAIL_LENGTH:])) < MIN_DISTINCT_IN_TAIL
 
 
-def _find_spans(text: str, rules: list[Rule]) -> list[tuple[int, int, str]]:
+def _find_spans(text: str, rules: list[Rule], use_hints: bool = True) -> list[tuple[int, int, str]]:
     """Non-overlapping (start, end, rule) spans, sorted. An earlier rule wins an overlap, so a specific
     shape outranks `assignment` (`token: ghs_…@github.com` loses the token, not the URL)."""
     starts: list[int] = []
     ends: list[int] = []
     names: list[str] = []
+    lowered = text.lower()
     for rule in rules:
-        has_secret = "secret" in rule.pattern.groupindex
-        for match in rule.pattern.finditer(text):
+        if use_hints and not rule.may_match(text, lowered):
+            continue
+        pattern = rule.pattern
+        has_secret = "secret" in pattern.groupindex
+        for match in pattern.finditer(text):
             start, end = match.span("secret") if has_secret else match.span()
             if start >= end or _is_placeholder(text[start:end]):
                 continue
@@ -94,10 +132,12 @@ def _find_spans(text: str, rules: list[Rule]) -> list[tuple[int, int, str]]:
     return list(zip(starts, ends, names))
 
 
-def redact(text: str) -> tuple[str, tuple[str, ...]]:
+def redact(text: str, *, use_hints: bool = True) -> tuple[str, tuple[str, ...]]:
     """Return the text with each credential replaced by `[redacted:<rule>]`, and the sorted unique
-    names of the rules that fired (empty, and the text unchanged, when nothing matched)."""
-    spans = _find_spans(text, load_rules())
+    names of the rules that fired (empty, and the text unchanged, when nothing matched).
+
+    `use_hints=False` runs every rule on every text: tests use it to prove the hints hide nothing."""
+    spans = _find_spans(text, load_rules(), use_hints)
     if not spans:
         return text, ()
     pieces: list[str] = []
