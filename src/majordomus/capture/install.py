@@ -1,0 +1,515 @@
+"""`capture install --provider P`: merges majordomus's hook entries and MCP server entry into a client's own files.
+
+Each client's file shape is one row of CLIENTS below; the file paths and event names come from the providers
+declaration. Merging never drops a foreign key or entry, a second run changes nothing, and a file that does not
+parse is refused (exit 15), never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import stat
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from majordomus.cli import Context, parser
+from majordomus.errors import InternalError, MissingError, RefusedError
+from majordomus.layout import write_atomic
+from majordomus.providers import Provider, get_provider, load_providers
+
+CONFIG_DIR_MODE = 0o755
+CONFIG_FILE_MODE = 0o644
+
+# What each hook may spend, in seconds, before the client's own unit is applied. SessionEnd is the tight one:
+# Claude Code raises its 1.5 s SessionEnd budget to the largest per-hook timeout, so 5 s gives the close room
+# without holding a person's exit for long.
+TIMEOUT_SECONDS: dict[str, int] = {"start": 10, "end": 5, "compact": 10, "prompt": 10}
+
+
+@dataclass(frozen=True)
+class ClientShape:
+    """How one client spells a hook handler and an MCP server entry."""
+
+    hook_style: Literal["nested", "flat"]  # nested: event -> [{matcher?, hooks: [handler]}]; flat: event -> [handler]
+    command_key: str = "command"
+    timeout_key: str = "timeout"
+    handler_extra: dict[str, Any] = field(default_factory=dict)
+    top_extra: dict[str, Any] = field(default_factory=dict)  # keys the file needs beside "hooks" (only when absent)
+    end_cap_seconds: int | None = None  # a client that will not wait longer for its end hook
+    mcp_style: Literal["json", "codex-toml"] = "json"
+    mcp_extra: dict[str, Any] = field(default_factory=dict)
+    switch: tuple[str, str] | None = None  # a section.key the client needs true before it runs hooks
+
+
+CLIENTS: dict[str, ClientShape] = {
+    "claude-code": ClientShape("nested", handler_extra={"type": "command"}, mcp_extra={"type": "stdio"}),
+    "codex": ClientShape("nested", handler_extra={"type": "command"}, end_cap_seconds=3, mcp_style="codex-toml"),
+    "gemini": ClientShape("nested", handler_extra={"type": "command", "name": "majordomus"},
+                          switch=("hooksConfig", "enabled")),
+    "cursor": ClientShape("flat", top_extra={"version": 1}),
+    "copilot": ClientShape("flat", command_key="bash", timeout_key="timeoutSec", handler_extra={"type": "command"},
+                           top_extra={"version": 1}, mcp_extra={"type": "stdio", "tools": ["*"]}),
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The executables
+
+
+def find_executable(name: str) -> Path | None:
+    """`majordomus` / `majordomus-mcp`: beside this interpreter (a venv's bin), beside argv[0], then on PATH.
+
+    sys.executable is not resolved: a venv's python is a link to the system one, and its bin is what we want.
+    """
+    candidates = [Path(sys.executable).parent / name]
+    if sys.argv and os.sep in sys.argv[0]:
+        candidates.append(Path(sys.argv[0]).absolute().parent / name)
+    found = shutil.which(name)
+    if found:
+        candidates.append(Path(found))
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return path.absolute()
+    return None
+
+
+def _require(name: str) -> Path:
+    path = find_executable(name)
+    if path is None:
+        raise MissingError(f"cannot find the {name} executable beside {sys.executable} or on PATH",
+                           "install majordomus (pip install .) so its console scripts exist")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What a provider wants wired
+
+
+@dataclass(frozen=True)
+class WantedHook:
+    client_event: str  # SessionStart, beforeSubmitPrompt, …
+    aspect: Literal["session", "prompt"]
+    tail: tuple[str, ...]  # the words after the executable that make an entry ours
+    timeout_seconds: int
+
+
+def wanted_hooks(provider: Provider) -> list[WantedHook]:
+    out: list[WantedHook] = []
+    shape = CLIENTS.get(provider.name)
+    if provider.session is not None and provider.offers.get("episode") == "hooks":
+        for ours, theirs in provider.session.events.items():
+            seconds = TIMEOUT_SECONDS.get(ours, 10)
+            if ours == "end" and shape is not None and shape.end_cap_seconds is not None:
+                seconds = min(seconds, shape.end_cap_seconds)
+            out.append(WantedHook(theirs, "session", ("capture", "session", "--provider", provider.name,
+                                                      "--event", ours), seconds))
+    if provider.prompt is not None and provider.offers.get("prompts") == "hook" and provider.prompt.event:
+        out.append(WantedHook(provider.prompt.event, "prompt", ("capture", "prompt", "--provider", provider.name),
+                              TIMEOUT_SECONDS["prompt"]))
+    return out
+
+
+def is_ours(command: object, tail: tuple[str, ...]) -> bool:
+    """A hook command is ours when it runs a majordomus executable with exactly these words (an optional --repo)."""
+    words = split_command(command)
+    if not words or not Path(words[0]).name.startswith("majordomus"):
+        return False
+    rest = words[1:]
+    if rest[:1] == ["--repo"]:
+        rest = rest[2:]
+    return tuple(rest) == tail
+
+
+def split_command(command: object) -> list[str] | None:
+    if not isinstance(command, str):
+        return None
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return None
+
+
+def timeout_value(provider: Provider, seconds: int) -> int:
+    """The client's own unit: Gemini counts milliseconds, everyone else seconds."""
+    return seconds * 1000 if provider.timeout_unit == "milliseconds" else seconds
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading a client's JSON (strictly)
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:  # json would keep the last silently, dropping a person's entry on rewrite
+            raise _Duplicate(key)
+        out[key] = value
+    return out
+
+
+def read_json_config(root: Path, rel: str) -> tuple[dict[str, Any] | None, bytes | None]:
+    """(document, original bytes); (None, None) when the file does not exist. RefusedError when it cannot be merged."""
+    path = root / rel
+    _refuse_links(root, rel)
+    if not path.exists():
+        return None, None
+    raw = path.read_bytes()
+    if not raw.strip():
+        return {}, raw
+    try:
+        doc = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+    except _Duplicate as dup:
+        raise RefusedError(f"{rel} names the key '{dup}' twice; majordomus will not rewrite it and lose one",
+                           f"remove the duplicate from {rel}, then run capture install again") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        where = f" (line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise RefusedError(f"{rel} is not valid JSON{where}; majordomus refuses to overwrite it",
+                           f"fix {rel}, then run capture install again") from None
+    if not isinstance(doc, dict):
+        raise RefusedError(f"{rel} holds a JSON {type(doc).__name__}, not an object; "
+                           "majordomus refuses to overwrite it",
+                           f"fix {rel}, then run capture install again")
+    return doc, raw
+
+
+def _refuse_links(root: Path, rel: str) -> None:
+    """A linked config (or a linked directory on the way to it) could send the write anywhere: refuse, never follow."""
+    path = root
+    for part in Path(rel).parts:
+        path = path / part
+        if path.is_symlink():
+            raise RefusedError(f"{path.relative_to(root)} is a symbolic link; majordomus does not write through links",
+                               "replace it with a real file, or wire this client by hand")
+
+
+def _section(doc: dict[str, Any], key: str, rel: str) -> dict[str, Any]:
+    value = doc.setdefault(key, {})
+    if not isinstance(value, dict):
+        raise RefusedError(f"{rel}: '{key}' is a {type(value).__name__}, not an object; majordomus will not replace it",
+                           f"fix {rel}, then run capture install again")
+    return value
+
+
+def hook_commands(doc: dict[str, Any], shape: ClientShape) -> dict[str, list[str]]:
+    """Every hook command per client event, as the client would read the file (for capture status)."""
+    out: dict[str, list[str]] = {}
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, dict):
+        return out
+    for event, entries in hooks.items():
+        if not isinstance(entries, list):
+            continue
+        for handler in _handlers(entries, shape):
+            command = handler.get(shape.command_key)
+            if isinstance(command, str):
+                out.setdefault(event, []).append(command)
+    return out
+
+
+def _handlers(entries: list[Any], shape: ClientShape) -> list[dict[str, Any]]:
+    if shape.hook_style == "flat":
+        return [h for h in entries if isinstance(h, dict)]
+    found: list[dict[str, Any]] = []
+    for group in entries:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            found.extend(h for h in group["hooks"] if isinstance(h, dict))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Merging
+
+
+def merge_hooks(doc: dict[str, Any], provider: Provider, shape: ClientShape, exe: Path, rel: str) -> list[str]:
+    """Add or update our handler for each wanted event; every other handler stays where it is."""
+    changes: list[str] = []
+    for key, value in shape.top_extra.items():
+        if key not in doc:
+            doc[key] = value
+    hooks = _section(doc, "hooks", rel)
+    added: list[str] = []
+    updated: list[str] = []
+    for want in wanted_hooks(provider):
+        handler = {**shape.handler_extra, shape.command_key: shlex.join([str(exe), *want.tail]),
+                   shape.timeout_key: timeout_value(provider, want.timeout_seconds)}
+        entries = hooks.setdefault(want.client_event, [])
+        if not isinstance(entries, list):
+            raise RefusedError(f"{rel}: hooks.{want.client_event} is not a list; majordomus will not replace it",
+                               f"fix {rel}, then run capture install again")
+        mine = [h for h in _handlers(entries, shape) if is_ours(h.get(shape.command_key), want.tail)]
+        if not mine:
+            entries.append(handler if shape.hook_style == "flat" else {"hooks": [handler]})
+            added.append(want.client_event)
+        elif any(_covers(h, handler) for h in mine):
+            continue
+        else:
+            mine[0].update(handler)  # our own entry, out of date (a moved executable, a new timeout)
+            updated.append(want.client_event)
+    unit = "ms" if provider.timeout_unit == "milliseconds" else "s"
+    if added:
+        changes.append(f"{rel}: added hooks {', '.join(added)} (timeouts in {unit}: {shape.timeout_key})")
+    if updated:
+        changes.append(f"{rel}: updated majordomus's hooks {', '.join(updated)}")
+    if shape.switch is not None:
+        section_name, key = shape.switch
+        section = _section(doc, section_name, rel)
+        if key not in section:
+            section[key] = True
+            changes.append(f"{rel}: set {section_name}.{key} to true (the client runs no hooks without it)")
+        elif section[key] is not True:  # a person's explicit choice: say so, never flip it
+            changes.append(f"{rel}: note: {section_name}.{key} is {json.dumps(section[key])}; left as set — "
+                           "the client will not run these hooks")
+    return changes
+
+
+def _covers(existing: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    return all(existing.get(k) == v for k, v in wanted.items())
+
+
+def merge_mcp_json(doc: dict[str, Any], shape: ClientShape, mcp: Path, rel: str) -> list[str]:
+    servers = _section(doc, "mcpServers", rel)
+    wanted = {**shape.mcp_extra, "command": str(mcp), "args": []}
+    current = servers.get("majordomus")
+    if isinstance(current, dict) and _covers(current, wanted):
+        return []
+    if current is not None and not isinstance(current, dict):
+        raise RefusedError(f"{rel}: mcpServers.majordomus is not an object; majordomus will not replace it",
+                           f"fix {rel}, then run capture install again")
+    servers["majordomus"] = {**(current or {}), **wanted}  # keys a person added (env, …) stay
+    verb = "updated" if current else "added"
+    return [f"{rel}: {verb} the MCP server majordomus ({mcp})"]
+
+
+def json_bytes(doc: dict[str, Any], original: bytes | None) -> bytes:
+    """Pretty JSON in the file's own indentation (2 when new), one trailing newline."""
+    indent: int | str = 2
+    if original:
+        for line in original.decode("utf-8", "replace").splitlines()[1:]:
+            lead = line[: len(line) - len(line.lstrip())]
+            if lead:
+                indent = lead if "\t" in lead else len(lead)
+                break
+    return (json.dumps(doc, indent=indent, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Codex's config.toml, edited as text (the stdlib reads TOML but does not write it)
+
+
+def _toml_string(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+
+
+def _is_header(line: str) -> bool:
+    return line.lstrip().startswith("[")
+
+
+def _header_index(lines: list[str], names: tuple[str, ...]) -> int | None:
+    """The line of `[a.b]` (bare or quoted keys, spaces allowed), or None."""
+    for i, line in enumerate(lines):
+        stripped = line.split("#", 1)[0].strip()
+        if not (stripped.startswith("[") and not stripped.startswith("[[") and stripped.endswith("]")):
+            continue
+        parts = [p.strip().strip('"').strip("'") for p in stripped[1:-1].split(".")]
+        if tuple(parts) == names:
+            return i
+    return None
+
+
+def merge_codex_toml(text: str, mcp: Path, rel: str) -> tuple[str, list[str]]:
+    try:
+        before = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RefusedError(f"{rel} is not valid TOML ({exc}); majordomus refuses to overwrite it",
+                           f"fix {rel}, then run capture install again") from None
+    lines = text.splitlines()
+    changes: list[str] = []
+    command_line = f"command = {_toml_string(str(mcp))}"
+
+    servers = before.get("mcp_servers")
+    server = servers.get("majordomus") if isinstance(servers, dict) else None
+    if server is None:
+        lines += ["", "[mcp_servers.majordomus]", command_line]
+        changes.append(f"{rel}: added the MCP server majordomus ({mcp})")
+    elif not (isinstance(server, dict) and server.get("command") == str(mcp)):
+        at = _header_index(lines, ("mcp_servers", "majordomus"))
+        if at is None:
+            raise RefusedError(f"{rel} defines mcp_servers.majordomus in a form majordomus cannot edit safely",
+                               f"set its command to {mcp} by hand")
+        end = next((j for j in range(at + 1, len(lines)) if _is_header(lines[j])), len(lines))
+        slot = next((j for j in range(at + 1, end) if lines[j].split("=", 1)[0].strip() == "command"), None)
+        if slot is None:
+            lines.insert(at + 1, command_line)
+        else:
+            lines[slot] = command_line
+        changes.append(f"{rel}: updated the MCP server majordomus ({mcp})")
+
+    features = before.get("features")
+    flags = features if isinstance(features, dict) else {}
+    if "hooks" in flags or "codex_hooks" in flags:
+        if not (flags.get("hooks") is True or flags.get("codex_hooks") is True):
+            changes.append(f"{rel}: note: hooks are switched off in [features]; left as set — "
+                           "Codex will not run them")
+    elif features is not None and _header_index(lines, ("features",)) is None:
+        raise RefusedError(f"{rel} defines features in a form majordomus cannot edit safely",
+                           "add codex_hooks = true to its [features] by hand")
+    else:
+        at = _header_index(lines, ("features",))
+        if at is None:
+            lines += ["", "[features]", "codex_hooks = true"]
+        else:
+            lines.insert(at + 1, "codex_hooks = true")
+        changes.append(f"{rel}: set features.codex_hooks = true (Codex runs no hooks without it)")
+
+    if not changes or all(c.startswith(f"{rel}: note:") for c in changes):
+        return text, changes
+    newline = "\r\n" if "\r\n" in text else "\n"  # a CRLF file stays CRLF
+    new_text = newline.join(lines) + newline
+    if not text.strip():
+        new_text = new_text.lstrip()  # a new file starts with its first table, not a blank line
+    _check_toml_edit(before, new_text, mcp, rel)
+    return new_text, changes
+
+
+def _check_toml_edit(before: dict[str, Any], new_text: str, mcp: Path, rel: str) -> None:
+    """What we wrote must parse, hold our entry, and hold every key that was there before, unchanged."""
+    try:
+        after = tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RefusedError(f"{rel} cannot take the majordomus entries without restructuring it ({exc})",
+                           f"add [mcp_servers.majordomus] command = \"{mcp}\" by hand") from None
+    ours = {("mcp_servers", "majordomus", "command"), ("features", "codex_hooks")}
+
+    def strip(doc: dict[str, Any]) -> dict[str, Any]:
+        copy = json.loads(json.dumps(doc, default=str))
+        for path in ours:
+            node = copy
+            for part in path[:-1]:
+                node = node.get(part) if isinstance(node, dict) else None
+            if isinstance(node, dict):
+                node.pop(path[-1], None)
+        for key in ("mcp_servers", "features"):  # tables that exist only because we added to them
+            if copy.get(key) == {} or copy.get(key) == {"majordomus": {}}:
+                copy.pop(key)
+        mcp_servers = copy.get("mcp_servers")
+        if isinstance(mcp_servers, dict) and mcp_servers.get("majordomus") == {}:
+            mcp_servers.pop("majordomus")
+        return copy
+
+    if strip(after) != strip(before) or after.get("mcp_servers", {}).get("majordomus", {}).get("command") != str(mcp):
+        raise InternalError(f"editing {rel} would have changed keys that are not majordomus's; nothing written",
+                            f"add [mcp_servers.majordomus] command = \"{mcp}\" by hand")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The command
+
+
+@dataclass
+class PlannedWrite:
+    rel: str
+    data: bytes
+    mode: int
+
+
+def plan(root: Path, provider: Provider, exe: Path, mcp: Path) -> tuple[list[PlannedWrite], list[str]]:
+    """Read and merge every file first, write nothing: a refusal of one file leaves all of them as they were."""
+    shape = CLIENTS[provider.name]
+    docs: dict[str, tuple[dict[str, Any], bytes | None, dict[str, Any]]] = {}
+    changes: list[str] = []
+
+    def doc_of(rel: str) -> dict[str, Any]:
+        if rel not in docs:
+            doc, raw = read_json_config(root, rel)
+            doc = {} if doc is None else doc
+            docs[rel] = (doc, raw, json.loads(json.dumps(doc)))  # a deep copy: what the file said before
+        return docs[rel][0]
+
+    if provider.config:
+        changes += merge_hooks(doc_of(provider.config), provider, shape, exe, provider.config)
+    writes: list[PlannedWrite] = []
+    if provider.mcp_config and shape.mcp_style == "json":
+        changes += merge_mcp_json(doc_of(provider.mcp_config), shape, mcp, provider.mcp_config)
+    elif provider.mcp_config:
+        rel = provider.mcp_config
+        _refuse_links(root, rel)
+        path = root / rel
+        try:
+            original = path.read_bytes().decode("utf-8") if path.exists() else ""  # bytes: keep CRLF as it is
+        except UnicodeDecodeError:
+            raise RefusedError(f"{rel} is not UTF-8 text; majordomus refuses to overwrite it",
+                               f"fix {rel}, then run capture install again") from None
+        new_text, toml_changes = merge_codex_toml(original, mcp, rel)
+        changes += toml_changes
+        if new_text != original:
+            writes.append(PlannedWrite(rel, new_text.encode("utf-8"), _mode_for(path)))
+    for rel, (doc, raw, before) in docs.items():
+        if raw is None or doc != before:
+            writes.append(PlannedWrite(rel, json_bytes(doc, raw), _mode_for(root / rel)))
+    return writes, changes
+
+
+def _mode_for(path: Path) -> int:
+    """A new file is 0644; an existing one keeps its mode, minus group and world write."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode) & 0o755 & ~0o111 or CONFIG_FILE_MODE
+    except FileNotFoundError:
+        return CONFIG_FILE_MODE
+
+
+def _ensure_parent(root: Path, rel: str) -> None:
+    """Create missing directories 0755 whatever the umask (a umask of 000 must not leave them world-writable)."""
+    path = root
+    for part in Path(rel).parts[:-1]:
+        path = path / part
+        if not path.exists():
+            path.mkdir()
+            os.chmod(path, CONFIG_DIR_MODE)
+
+
+def install(root: Path, provider_name: str) -> list[str]:
+    """Wire one client; the lines say what changed (or that nothing had to)."""
+    provider = get_provider(provider_name)
+    if provider.name == "generic":
+        mcp = _require("majordomus-mcp")
+        return [f"generic: nothing to write — any MCP client wires majordomus by starting {mcp} over stdio,",
+                f"  e.g. {{\"mcpServers\": {{\"majordomus\": {{\"type\": \"stdio\", \"command\": \"{mcp}\"}}}}}},",
+                "  then calling majordomus_session_attach with its own durable external_id"]
+    if provider.name not in CLIENTS or not wanted_hooks(provider):
+        wireable = sorted(n for n, p in load_providers().items() if n in CLIENTS and wanted_hooks(p))
+        raise MissingError(f"capture install: majordomus knows no hook wiring for '{provider.name}' "
+                           f"(episode: {provider.offers.get('episode')}, prompts: {provider.offers.get('prompts')}, "
+                           f"adapter rows: {'yes' if provider.session or provider.prompt else 'none'})",
+                           f"wire one of: {', '.join(wireable + ['generic'])}")
+    exe, mcp = _require("majordomus"), _require("majordomus-mcp")
+    writes, changes = plan(root, provider, exe, mcp)
+    for w in writes:
+        _ensure_parent(root, w.rel)
+        write_atomic(root / w.rel, w.data, mode=w.mode)
+    if not writes:
+        files = ", ".join(dict.fromkeys(f for f in (provider.config, provider.mcp_config) if f))
+        return [*changes, f"capture install --provider {provider.name}: nothing to change; "
+                          f"{files} already wire majordomus"]
+    if provider.name == "claude-code":
+        changes.append("note: Claude Code snapshots its settings at session start; "
+                       "a running session keeps the old hooks")
+    return changes
+
+
+def command(ctx: Context, argv: list[str]) -> int:
+    p = parser("capture install", "Wire a client: merge majordomus's hook entries and MCP server entry into its files.")
+    p.add_argument("--provider", required=True)
+    args = p.parse_args(argv)
+    for line in install(ctx.root, args.provider):
+        print(line)
+    return 0

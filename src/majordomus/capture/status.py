@@ -1,0 +1,205 @@
+"""`capture status`: one row per provider and aspect — what it offers, how it is wired here, and the evidence.
+
+`verified` is earned only by a dry-run self-test through the real executable (a subprocess, never a function
+call): for `generic:session` the `capture session --provider generic` path, for a wired hook client the very
+command line its configuration names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+from majordomus.capture.install import (CLIENTS, WantedHook, find_executable, hook_commands, is_ours,
+                                        read_json_config, split_command, wanted_hooks)
+from majordomus.cli import Context, parser
+from majordomus.errors import RefusedError
+from majordomus.providers import Provider, load_providers
+
+SCHEMA = "majordomus.capture-status/v1"
+SELFTEST_SECONDS = 10.0
+State = Literal["unsupported", "unadapted", "unconfigured", "named", "wired", "verified"]
+Aspect = Literal["session", "prompt"]
+
+
+@dataclass(frozen=True)
+class Row:
+    provider: str
+    aspect: Aspect
+    capability: str
+    state: State
+    reason: str
+    evidence: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:session" if self.aspect == "session" else self.provider
+
+
+@dataclass
+class SelfTest:
+    """A dry run started now and read later, so every client's self-test runs at once."""
+
+    argv: list[str]
+    marker: str
+    process: subprocess.Popen[bytes] | None = None
+    failure: str | None = None
+
+    def start(self, root: Path, payload: dict[str, str]) -> SelfTest:
+        env = {**os.environ, "MAJORDOMUS_SESSION_DRY_RUN": "1"}  # belt and braces: the flag, and the switch
+        try:
+            self.process = subprocess.Popen(self.argv, cwd=root, env=env, stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError as exc:
+            self.failure = f"the self-test could not start {self.argv[0]}: {exc.strerror}"
+            return self
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(json.dumps(payload).encode())
+            self.process.stdin.close()
+        except BrokenPipeError:
+            pass
+        self.process.stdin = None  # closed already: communicate() must not flush it
+        return self
+
+    def passed(self) -> tuple[bool, str]:
+        if self.process is None:
+            return False, self.failure or "the self-test did not run"
+        try:
+            _, err = self.process.communicate(timeout=SELFTEST_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.communicate()
+            return False, f"the dry-run self-test took longer than {SELFTEST_SECONDS:g} s"
+        text = err.decode("utf-8", "replace").strip()
+        if self.process.returncode == 0 and self.marker in text:
+            return True, ""
+        if self.process.returncode == 2 and "--dry-run" in text:
+            return False, f"{' '.join(self.argv[1:3])} offers no --dry-run yet, so it cannot be self-tested"
+        last = text.splitlines()[-1] if text else "no report line"
+        return False, f"the dry-run self-test exited {self.process.returncode}: {last}"
+
+
+def _selftest_id() -> str:
+    return f"selftest-{os.getpid()}"
+
+
+def _connection_row(root: Path, p: Provider, pending: list[tuple[int, SelfTest]], index: int) -> Row:
+    evidence = p.evidence.get("episode", "")
+    mcp = find_executable("majordomus-mcp")
+    exe = find_executable("majordomus")
+    if mcp is None or exe is None:
+        missing = "majordomus-mcp" if mcp is None else "majordomus"
+        return Row(p.name, "session", "connection", "unconfigured",
+                   f"{missing} is not found beside {os.path.dirname(sys.executable)} or on PATH", evidence)
+    argv = [str(exe), "--repo", str(root), "capture", "session", "--provider", p.name, "--event", "end", "--dry-run"]
+    test = SelfTest(argv, _selftest_id()).start(root, {"session_id": _selftest_id(), "reason": "detach"})
+    pending.append((index, test))
+    return Row(p.name, "session", "connection", "wired", f"{mcp} is in place", evidence)
+
+
+def _hook_row(root: Path, p: Provider, aspect: Aspect, pending: list[tuple[int, SelfTest]], index: int) -> Row:
+    offer_key = "episode" if aspect == "session" else "prompts"
+    capability = p.offers.get(offer_key, "none")
+    evidence = p.evidence.get(offer_key, "")
+    if capability == "none":
+        return Row(p.name, aspect, capability, "unsupported", f"declares {offer_key}: none", evidence)
+    wants = [w for w in wanted_hooks(p) if w.aspect == aspect]
+    if not wants or p.name not in CLIENTS:
+        return Row(p.name, aspect, capability, "unadapted",
+                   f"declares {offer_key}: {capability} but the providers declaration has no adapter row "
+                   f"(or install shape) for it yet", evidence)
+    rel = p.config
+    install = f"run majordomus capture install --provider {p.name}"
+    if not rel or not (root / rel).exists():
+        return Row(p.name, aspect, capability, "unconfigured", f"{rel or 'its configuration'} is missing; {install}",
+                   evidence)
+    try:
+        doc, _ = read_json_config(root, rel)
+    except RefusedError as err:
+        return Row(p.name, aspect, capability, "named", f"{err.message}", evidence)
+    commands = hook_commands(doc or {}, CLIENTS[p.name])
+    missing = [w.client_event for w in wants if not any(is_ours(c, w.tail) for c in commands.get(w.client_event, []))]
+    if missing:
+        return Row(p.name, aspect, capability, "named",
+                   f"{rel} exists but does not call majordomus for {', '.join(missing)}; {install}", evidence)
+    probe = _probe_command(wants, commands)
+    words = split_command(probe[1]) or []
+    if not words or not (Path(words[0]).is_absolute() and os.access(words[0], os.X_OK)):
+        return Row(p.name, aspect, capability, "named",
+                   f"{rel} calls {words[0] if words else '?'}, which is not an executable here; {install}", evidence)
+    events = ", ".join(w.client_event for w in wants)
+    pending.append((index, _hook_selftest(root, p, aspect, words)))
+    return Row(p.name, aspect, capability, "wired", f"{rel} calls {words[0]} for {events}", evidence)
+
+
+def _probe_command(wants: list[WantedHook], commands: dict[str, list[str]]) -> tuple[WantedHook, str]:
+    """The configured command to dry-run: the end event for sessions (nothing to open), else the only one."""
+    ordered = sorted(wants, key=lambda w: w.tail[-1] != "end")
+    want = ordered[0]
+    return want, next(c for c in commands[want.client_event] if is_ours(c, want.tail))
+
+
+def _hook_selftest(root: Path, p: Provider, aspect: Aspect, words: list[str]) -> SelfTest:
+    """The client's own command line plus --dry-run, with a payload spelled in the client's own keys."""
+    marker = _selftest_id()
+    payload: dict[str, str] = {}
+    if aspect == "session" and p.session is not None:
+        payload[p.session.session_keys[0]] = marker
+        if p.session.reason_keys:
+            payload[p.session.reason_keys[0]] = "other"
+    elif p.prompt is not None:
+        payload[p.prompt.session_keys[0]] = marker
+        if p.prompt.text_keys:
+            payload[p.prompt.text_keys[0]] = "majordomus capture status self-test"
+    return SelfTest([*words, "--dry-run"], marker).start(root, payload)
+
+
+def rows(root: Path) -> list[Row]:
+    table = load_providers()
+    out: list[Row] = []
+    pending: list[tuple[int, SelfTest]] = []
+    for name in sorted(table):
+        p = table[name]
+        for aspect in ("session", "prompt"):
+            index = len(out)
+            if aspect == "session" and p.offers.get("episode") == "connection":
+                out.append(_connection_row(root, p, pending, index))
+            else:
+                out.append(_hook_row(root, p, aspect, pending, index))  # type: ignore[arg-type]
+    for index, test in pending:
+        ok, why = test.passed()
+        row = out[index]
+        if ok:
+            path = "capture session" if row.aspect == "session" else "capture prompt"
+            out[index] = Row(row.provider, row.aspect, row.capability, "verified",
+                             f"{row.reason}; a dry run through `majordomus {path} --provider {row.provider}` "
+                             f"reached the real path and wrote nothing", row.evidence)
+        else:
+            out[index] = Row(row.provider, row.aspect, row.capability, row.state, f"{row.reason}; {why}", row.evidence)
+    return out
+
+
+def render_text(found: list[Row]) -> str:
+    w_label = max(len(r.label) for r in found)
+    w_cap = max(len(r.capability) for r in found)
+    w_state = max(len(r.state) for r in found)
+    return "\n".join(f"{r.label:<{w_label}}  {r.capability:<{w_cap}}  {r.state:<{w_state}}  {r.reason} — {r.evidence}"
+                     for r in found)
+
+
+def command(ctx: Context, argv: list[str]) -> int:
+    p = parser("capture status", "Per provider and aspect: capability, state, reason, evidence.")
+    p.add_argument("--json", action="store_true", help="one JSON object: " + SCHEMA)
+    args = p.parse_args(argv)
+    found = rows(ctx.root)
+    if ctx.json or args.json:
+        print(json.dumps({"schema": SCHEMA, "providers": [asdict(r) for r in found]}, ensure_ascii=False))
+    else:
+        print(render_text(found))
+    return 0

@@ -1,0 +1,314 @@
+"""`majordomus doctor`: findings as values — the layer, the policy, the providers declaration, the episodes.
+
+Each check reads and reports; none repairs. A finding names the command that repairs (or shows) what it found.
+Exit 0 when nothing FAILs, 10 (a declared rule is broken) when something does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from majordomus.cli import Context, parser
+from majordomus.errors import ContractError
+from majordomus.findings import Finding
+from majordomus.identity import git, now_utc, parse_rfc3339, worktree_id
+from majordomus.layout import PRIVATE_DIR, Layout
+from majordomus.policy import DEFAULTS, Policy, load_policy
+
+Check = Callable[[Layout], list[Finding]]
+GIT_SECONDS = 5.0
+SHOWN = 5  # ids named in one finding; the count is always whole
+
+
+def _rel(layout: Layout, path: os.PathLike[str] | str) -> str:
+    return os.path.relpath(path, layout.root)
+
+
+def _named(items: list[str]) -> str:
+    more = f" and {len(items) - SHOWN} more" if len(items) > SHOWN else ""
+    return ", ".join(items[:SHOWN]) + more
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The layer
+
+
+def check_layer(layout: Layout) -> list[Finding]:
+    if layout.ai.is_symlink():
+        return [Finding("FAIL", "layer", ".ai", "is a symbolic link; majordomus never follows links in .ai/ — "
+                                               "replace it with a real directory")]
+    if not layout.ai.is_dir():
+        return [Finding("FAIL", "layer", ".ai", f"no majordomus layer in {layout.root}; nothing is recorded here",
+                        "majordomus init")]
+    missing = [_rel(layout, p) for p in (layout.policy_file, layout.state) if not p.exists()]
+    if missing:
+        return [Finding("FAIL", "layer", ".ai", f"the layer is incomplete: {', '.join(missing)} missing",
+                        "majordomus update")]
+    return [Finding("OK", "layer", ".ai", "the layer is in place")]
+
+
+def check_dirs(layout: Layout) -> list[Finding]:
+    found: list[Finding] = []
+    private = set(layout.private_dirs())
+    for path in layout.all_dirs():
+        rel = _rel(layout, path) + "/"
+        if path.is_symlink():
+            found.append(Finding("FAIL", "layer", rel, "is a symbolic link; majordomus refuses to follow it — "
+                                                       "replace it with a real directory"))
+            continue
+        if not path.is_dir():
+            found.append(Finding("FAIL", "layer", rel, "is missing", "majordomus update"))
+            continue
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if path in private and mode != PRIVATE_DIR:
+            found.append(Finding("FAIL", "layer", rel, f"is mode {mode:o}; it holds what only its owner may read "
+                                                       f"({PRIVATE_DIR:o})", "majordomus update"))
+        elif path not in private and mode & 0o022:
+            found.append(Finding("FAIL", "layer", rel, f"is mode {mode:o}, writable by others; records could be "
+                                                       "changed by anyone here", "majordomus update"))
+    if not found:
+        found.append(Finding("OK", "layer", ".ai/", f"{len(layout.all_dirs())} directories present; the "
+                                                    f"{len(private)} private ones are {PRIVATE_DIR:o}"))
+    return found
+
+
+def check_ignored(layout: Layout) -> list[Finding]:
+    """`.ai/local/` holds private state and prompts: git must ignore it and track nothing under it."""
+    if git(layout.root, "rev-parse", "--git-dir", timeout=GIT_SECONDS) is None:
+        return [Finding("INFO", "layer", ".ai/local/", "not a git checkout; whether it is ignored cannot be asked")]
+    found: list[Finding] = []
+    tracked = git(layout.root, "ls-files", "--", ".ai/local", timeout=GIT_SECONDS)
+    if tracked:
+        count = len(tracked.splitlines())
+        found.append(Finding("FAIL", "layer", ".ai/local/", f"{count} file(s) under it are tracked by git; private "
+                                                            "state and prompts would be pushed",
+                             "git rm -r --cached .ai/local"))
+    if git(layout.root, "check-ignore", "-q", ".ai/local/", timeout=GIT_SECONDS) is None:
+        found.append(Finding("FAIL", "layer", ".ai/local/", "is not ignored by git; private state and prompts could "
+                                                            "be committed", "majordomus update"))
+    if not found:
+        found.append(Finding("OK", "layer", ".ai/local/", "ignored by git and nothing under it is tracked"))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The policy and the providers declaration
+
+
+def _policy(layout: Layout) -> tuple[Policy | None, ContractError | None]:
+    try:
+        return load_policy(layout), None
+    except ContractError as err:
+        return None, err
+
+
+def check_policy(layout: Layout) -> list[Finding]:
+    rel = _rel(layout, layout.policy_file)
+    if not layout.policy_file.exists():
+        return []  # check_layer names the missing file
+    policy, err = _policy(layout)
+    if err is not None:
+        return [Finding("FAIL", "policy", rel, f"{err.message}; every command falls back to the defaults and "
+                                               "capture prune refuses until it parses — fix the YAML")]
+    assert policy is not None
+    found = [Finding("FAIL", "policy", rel, f"{problem}; its default applies until it is fixed")
+             for problem in policy.problems]
+    undeclared = [k for k in DEFAULTS if k not in policy.declared]
+    if undeclared:
+        found.append(Finding("INFO", "policy", rel, f"{len(undeclared)} key(s) not declared take their defaults: "
+                                                    f"{', '.join(undeclared)}", "majordomus update"))
+    if not policy.problems:
+        found.append(Finding("OK", "policy", rel, f"parses; {len(policy.declared)} of {len(DEFAULTS)} keys "
+                                                  "declared, each a valid value"))
+    return found
+
+
+def check_providers(layout: Layout) -> list[Finding]:
+    from majordomus import providers
+
+    subject = "providers.yaml"
+    try:
+        raw = json.loads(providers.JSON_PATH.read_bytes())
+    except (OSError, ValueError) as exc:
+        return [Finding("FAIL", "providers", subject, f"the shipped providers.json cannot be read ({exc}); "
+                                                      "no client can be admitted",
+                        "pip install --force-reinstall majordomus")]
+    found = [Finding("FAIL", "providers", subject, problem, "python -m majordomus.providers --check")
+             for problem in providers.problems(raw)]
+    if providers.YAML_PATH.exists():
+        try:
+            stale = providers.JSON_PATH.read_text(encoding="utf-8") != providers.yaml_to_json_text()
+        except Exception as exc:  # noqa: BLE001 — a YAML error is a finding, not a crash of doctor
+            stale, found = False, found + [Finding("FAIL", "providers", subject, f"does not parse: {exc}")]
+        if stale:
+            found.append(Finding("FAIL", "providers", "providers.json", "differs from providers.yaml; the hook path "
+                                                                        "reads a stale declaration",
+                                 "python -m majordomus.providers --write-json"))
+    if not found:
+        count = len(raw.get("providers") or {})
+        found.append(Finding("OK", "providers", subject, f"{count} providers declared, every offer with its evidence"))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Episodes
+
+
+def check_session_log(layout: Layout) -> list[Finding]:
+    path = layout.context_log
+    rel = _rel(layout, path)
+    try:
+        lines = [ln for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+    except FileNotFoundError:
+        return []
+    if not lines:
+        return []
+    last = lines[-1] if len(lines[-1]) <= 200 else lines[-1][:199] + "…"
+    return [Finding("FAIL", "sessions", rel, f"{len(lines)} failure(s) of capture session were logged; the most "
+                                             f"recent: {last} — read it, fix the cause, then empty the file",
+                    f"cat {rel}")]
+
+
+def _server_alive(pid: object) -> bool:
+    from majordomus.capture.recover import is_server_alive
+
+    return is_server_alive(pid)
+
+
+def check_episodes(layout: Layout) -> list[Finding]:
+    from majordomus.capture import store
+    from majordomus.capture.session import context_path
+
+    policy, _ = _policy(layout)
+    values: dict[str, int] = policy.values if policy is not None else dict(DEFAULTS)
+    stale_after = timedelta(hours=values["session.stale_after_hours"])
+    grace = timedelta(seconds=values["episodes.reattach_grace_seconds"])
+    now = now_utc()
+    here = worktree_id(layout.root)
+    rel_open = _rel(layout, layout.sessions_open) + "/"
+    try:
+        names = {n[: -len(".yaml")] for n in os.listdir(layout.sessions_open)
+                 if n.endswith(".yaml") and not n.startswith(".")}
+    except FileNotFoundError:
+        names = set()
+    episodes = list(store.open_episodes(layout))
+    unreadable = sorted(names - {e.key for e in episodes})
+    stale: list[str] = []
+    expired: list[str] = []
+    orphaned: list[str] = []
+    no_context: list[str] = []
+    for episode in episodes:
+        f: dict[str, Any] = episode.fields
+        if f.get("worktree_id", here) != here:
+            continue  # another worktree's episode is its own doctor's business
+        sid = f["session_id"]
+        label = f"{sid} ({f.get('provider')})"
+        if not context_path(layout, sid, str(f.get("started_at"))).exists():
+            no_context.append(sid)
+        if f.get("provider") == "generic":
+            if _server_alive(f.get("held_by")):
+                continue
+            detached = parse_rfc3339(str(f.get("detached_at")))
+            if detached is None:
+                orphaned.append(label)
+            elif now - detached > grace:
+                expired.append(label)
+        else:
+            last = parse_rfc3339(str(f.get("last_activity_at") or f.get("started_at")))
+            if last is not None and now - last > stale_after:
+                stale.append(label)
+    found: list[Finding] = []
+    if unreadable:
+        found.append(Finding("FAIL", "sessions", rel_open, f"{len(unreadable)} open-episode file(s) cannot be read "
+                                                           f"(no session_id): {_named(unreadable)}; no end can close "
+                                                           "them — look at them, then move them aside"))
+    if stale:
+        hours = values["session.stale_after_hours"]
+        found.append(Finding("WARN", "sessions", rel_open, f"{len(stale)} hook episode(s) idle for more than {hours} "
+                                                           f"hour(s) whose end never came: {_named(stale)}",
+                             "majordomus capture recover"))
+    if expired:
+        found.append(Finding("WARN", "sessions", rel_open, f"{len(expired)} connection episode(s) detached past the "
+                                                           f"{int(grace.total_seconds())} s grace with no live server "
+                                                           f"to reap them: {_named(expired)}",
+                             "majordomus capture recover"))
+    if orphaned:
+        found.append(Finding("WARN", "sessions", rel_open, f"{len(orphaned)} connection episode(s) held by no live "
+                                                           f"server and never marked detached (a killed server): "
+                                                           f"{_named(orphaned)}; recover starts their grace",
+                             "majordomus capture recover"))
+    if no_context:
+        found.append(Finding("WARN", "sessions", _rel(layout, layout.contexts_dir) + "/",
+                             f"{len(no_context)} open episode(s) have no working context, so prompts cannot be "
+                             f"linked to them after the close: {_named(no_context)}"))
+    if not found:
+        mine = sum(1 for e in episodes if e.fields.get("worktree_id", here) == here)
+        found.append(Finding("OK", "sessions", rel_open, f"{mine} open episode(s) here, none stale, each with its "
+                                                         "working context"))
+    return found
+
+
+def check_lease(layout: Layout) -> list[Finding]:
+    path = layout.lease_file
+    rel = _rel(layout, path)
+    if path.is_symlink():
+        return [Finding("FAIL", "server", rel,
+                        "is a symbolic link; majordomus never follows links in .ai/ — remove it")]
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return [Finding("INFO", "server", rel, "no shared server is running for this repository")]
+    try:
+        lease = json.loads(raw)
+    except ValueError:
+        lease = None
+    if not isinstance(lease, dict):
+        return [Finding("WARN", "server", rel, "is empty or corrupt; the next majordomus-mcp takes it over")]
+    pid = lease.get("pid")
+    if not _server_alive(pid):
+        return [Finding("WARN", "server", rel, f"names pid {pid}, which is not a running majordomus (a killed "
+                                               "server); the next majordomus-mcp takes it over, and its "
+                                               "connection episodes are recover's after the grace")]
+    return [Finding("OK", "server", rel, f"shared server pid {pid} at {lease.get('url') or '(binding)'}")]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+CHECKS: tuple[Check, ...] = (check_dirs, check_ignored, check_policy, check_providers, check_session_log,
+                             check_episodes, check_lease)
+
+
+def archive_findings(layout: Layout) -> list[Finding]:
+    """The prompt archive's own findings (SPEC 5.7), from the module that owns the archive, once it exists."""
+    try:
+        from majordomus.capture.archive_findings import findings
+    except ImportError:
+        return []
+    return list(findings(layout))
+
+
+def findings(layout: Layout) -> list[Finding]:
+    found = check_layer(layout)
+    if not layout.ai.is_dir() or layout.ai.is_symlink():
+        return found  # nothing else can be asked of a layer that is not there
+    for check in CHECKS:
+        found.extend(check(layout))
+    found.extend(archive_findings(layout))
+    return found
+
+
+def command(ctx: Context, argv: list[str]) -> int:
+    p = parser("doctor", "Findings, one per line: LEVEL category subject — message  [reproduce: cmd].")
+    p.add_argument("--json", action="store_true", help="one JSON object per finding, one per line")
+    args = p.parse_args(argv)
+    found = findings(Layout(ctx.root))
+    as_json = ctx.json or args.json
+    for finding in found:
+        print(finding.json_line() if as_json else finding.line())
+    return 10 if any(f.level == "FAIL" for f in found) else 0

@@ -1,0 +1,303 @@
+"""`capture install` through the real executable, for every hook client: merges, keeps foreign entries,
+is idempotent, writes the client's own timeout unit, refuses what it cannot parse, and what it writes works."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import stat
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from majordomus.providers import Provider, get_provider
+from support import MAJORDOMUS, MAJORDOMUS_MCP, open_files, records
+
+CLIENTS = ("claude-code", "codex", "gemini", "cursor", "copilot")
+
+# Foreign content a person already has, per client and file role: everything here must survive.
+FOREIGN_HOOKS: dict[str, dict[str, Any]] = {
+    "claude-code": {"permissions": {"allow": ["Bash(ls)"]},
+                    "hooks": {"SessionStart": [{"matcher": "startup", "hooks": [
+                        {"type": "command", "command": "echo foreign-start", "timeout": 7}]}],
+                              "Stop": [{"hooks": [{"type": "command", "command": "echo foreign-stop"}]}]}},
+    "codex": {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo foreign-start"}]}]}},
+    "gemini": {"theme": "GitHub", "hooksConfig": {"notifications": True},
+               "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo foreign-start",
+                                                      "timeout": 1000}]}]},
+               "mcpServers": {"other": {"command": "other-server", "args": ["--x"]}}},
+    "cursor": {"version": 1, "hooks": {"sessionStart": [{"command": "echo foreign-start"}],
+                                       "stop": [{"command": "echo foreign-stop"}]}},
+    "copilot": {"version": 1, "hooks": {"SessionStart": [{"type": "command", "bash": "echo foreign-start",
+                                                          "timeoutSec": 3}]}},
+}
+FOREIGN_MCP_JSON = {"mcpServers": {"other": {"type": "stdio", "command": "other-server", "args": ["--x"]}},
+                    "inputs": [{"id": "token"}]}
+FOREIGN_TOML = ('model = "o3"  # a comment that must survive\n\n[mcp_servers.other]\ncommand = "other-server"\n'
+                'args = ["--x"]\n\n[features]\nweb_search = true\n')
+
+# What each client's real hook payload looks like (CLIENTS.md), and the outcome its end reason must give.
+START_PAYLOADS: dict[str, dict[str, Any]] = {
+    "claude-code": {"session_id": "cc-1", "transcript_path": "/tmp/t.jsonl", "cwd": "/w", "permission_mode": "default",
+                    "hook_event_name": "SessionStart", "source": "startup"},
+    "codex": {"session_id": "codex-1", "transcript_path": None, "cwd": "/w", "hook_event_name": "SessionStart",
+              "model": "gpt-5", "permission_mode": "default", "source": "startup"},
+    "gemini": {"session_id": "gem-1", "transcript_path": "/tmp/t.json", "cwd": "/w", "hook_event_name": "SessionStart",
+               "timestamp": "2026-12-02T08:00:00.000Z", "source": "startup"},
+    "cursor": {"session_id": "cur-1", "conversation_id": "conv-1", "hook_event_name": "sessionStart",
+               "is_background_agent": False, "composer_mode": "agent", "workspace_roots": ["/w"]},
+    "copilot": {"hook_event_name": "SessionStart", "session_id": "cop-1", "timestamp": "2026-12-02T08:00:00Z",
+                "cwd": "/w", "source": "new"},
+}
+END_REASONS = {"claude-code": ("prompt_input_exit", "closed"), "codex": ("other", "interrupted"),
+               "gemini": ("exit", "closed"), "cursor": ("window_close", "interrupted"),
+               "copilot": ("user_exit", "closed")}
+END_TIMEOUT = {"claude-code": 5, "codex": 3, "gemini": 5000, "cursor": 5, "copilot": 5}
+
+
+def install(repo: Path, provider: str, umask: int | None = None) -> subprocess.CompletedProcess[bytes]:
+    argv = [str(MAJORDOMUS), "capture", "install", "--provider", provider]
+    if umask is not None:
+        argv = ["sh", "-c", f"umask {umask:03o}; exec {shlex.join(argv)}"]
+    return subprocess.run(argv, cwd=repo, capture_output=True, timeout=60, check=False)
+
+
+def seed(repo: Path, provider: Provider) -> dict[str, bytes]:
+    """Write the foreign files; returns their bytes by relative path."""
+    files: dict[str, bytes] = {}
+    assert provider.config
+    files[provider.config] = json.dumps(FOREIGN_HOOKS[provider.name], indent=4).encode()
+    if provider.mcp_config and provider.mcp_config != provider.config:
+        files[provider.mcp_config] = (FOREIGN_TOML.encode() if provider.mcp_config.endswith(".toml")
+                                      else json.dumps(FOREIGN_MCP_JSON, indent=2).encode())
+    for rel, data in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_bytes(data)
+    return files
+
+
+def handlers(doc: dict[str, Any], event: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for entry in doc.get("hooks", {}).get(event, []):
+        out.extend(entry["hooks"] if "hooks" in entry else [entry])
+    return out
+
+
+def command_of(handler: dict[str, Any]) -> str:
+    return handler.get("command") or handler["bash"]
+
+
+def our_handler(repo: Path, provider: Provider, event: str) -> dict[str, Any]:
+    assert provider.config
+    doc = json.loads((repo / provider.config).read_text())
+    mine = [h for h in handlers(doc, event) if "majordomus" in command_of(h)]
+    assert len(mine) == 1, (event, handlers(doc, event))
+    return mine[0]
+
+
+def mcp_entry(repo: Path, provider: Provider) -> dict[str, Any]:
+    assert provider.mcp_config
+    text = (repo / provider.mcp_config).read_text()
+    if provider.mcp_config.endswith(".toml"):
+        return tomllib.loads(text)["mcp_servers"]["majordomus"]
+    return json.loads(text)["mcpServers"]["majordomus"]
+
+
+@pytest.mark.parametrize("name", CLIENTS)
+def test_install_merges_into_existing_files_and_keeps_every_foreign_entry(initialised_repo: Path, name: str) -> None:
+    provider = get_provider(name)
+    seeded = seed(initialised_repo, provider)
+    done = install(initialised_repo, name)
+    assert done.returncode == 0, done.stderr
+    assert provider.config
+    doc = json.loads((initialised_repo / provider.config).read_text())
+    for key, value in FOREIGN_HOOKS[name].items():
+        if key != "hooks":
+            assert all(doc[key][k] == v for k, v in value.items()) if isinstance(value, dict) else doc[key] == value
+    for event, entries in FOREIGN_HOOKS[name]["hooks"].items():
+        kept = [command_of(h) for h in handlers(doc, event)]
+        for foreign in handlers({"hooks": {event: entries}}, event):
+            assert command_of(foreign) in kept
+    for rel, data in seeded.items():
+        if rel.endswith(".toml"):
+            before, after = tomllib.loads(data.decode()), tomllib.loads((initialised_repo / rel).read_text())
+            assert after["model"] == "o3" and after["mcp_servers"]["other"] == before["mcp_servers"]["other"]
+            assert after["features"]["web_search"] is True and after["features"]["codex_hooks"] is True
+            assert "# a comment that must survive" in (initialised_repo / rel).read_text()
+        elif rel != provider.config:
+            after_doc = json.loads((initialised_repo / rel).read_text())
+            assert after_doc["mcpServers"]["other"] == FOREIGN_MCP_JSON["mcpServers"]["other"]
+            assert after_doc["inputs"] == FOREIGN_MCP_JSON["inputs"]
+    if name == "gemini":
+        assert doc["mcpServers"]["other"]["command"] == "other-server"
+        assert doc["hooksConfig"] == {"notifications": True, "enabled": True}
+    assert mcp_entry(initialised_repo, provider)["command"] == str(MAJORDOMUS_MCP)
+    assert provider.config.encode() in done.stdout
+
+
+@pytest.mark.parametrize("name", CLIENTS)
+def test_install_writes_each_event_with_an_explicit_timeout_in_the_clients_own_unit(initialised_repo: Path,
+                                                                                   name: str) -> None:
+    provider = get_provider(name)
+    assert install(initialised_repo, name).returncode == 0
+    assert provider.session is not None and provider.prompt is not None
+    timeout_key = "timeoutSec" if name == "copilot" else "timeout"
+    for ours, event in provider.session.events.items():
+        handler = our_handler(initialised_repo, provider, event)
+        assert shlex.split(command_of(handler)) == [str(MAJORDOMUS), "capture", "session", "--provider", name,
+                                                    "--event", ours]
+        assert isinstance(handler[timeout_key], int)
+    end = our_handler(initialised_repo, provider, provider.session.events["end"])
+    assert end[timeout_key] == END_TIMEOUT[name]
+    prompt = our_handler(initialised_repo, provider, provider.prompt.event)
+    assert shlex.split(command_of(prompt))[1:] == ["capture", "prompt", "--provider", name]
+    assert prompt[timeout_key] == (10_000 if name == "gemini" else 10)
+
+
+@pytest.mark.parametrize("name", CLIENTS)
+def test_a_second_install_changes_no_byte_and_says_so(initialised_repo: Path, name: str) -> None:
+    provider = get_provider(name)
+    seed(initialised_repo, provider)
+    assert install(initialised_repo, name).returncode == 0
+    files = [f for f in (provider.config, provider.mcp_config) if f]
+    before = {rel: (initialised_repo / rel).read_bytes() for rel in files}
+    again = install(initialised_repo, name)
+    assert again.returncode == 0, again.stderr
+    assert b"nothing to change" in again.stdout
+    assert {rel: (initialised_repo / rel).read_bytes() for rel in files} == before
+
+
+@pytest.mark.parametrize("name", CLIENTS)
+def test_a_config_that_is_not_valid_json_is_refused_and_left_untouched(initialised_repo: Path, name: str) -> None:
+    provider = get_provider(name)
+    assert provider.config
+    path = initialised_repo / provider.config
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b'{"hooks": {"SessionStart": [\n')
+    done = install(initialised_repo, name)
+    assert done.returncode == 15
+    assert provider.config.encode() in done.stderr and b"not valid JSON" in done.stderr
+    assert path.read_bytes() == b'{"hooks": {"SessionStart": [\n'
+    if provider.mcp_config and provider.mcp_config != provider.config:
+        assert not (initialised_repo / provider.mcp_config).exists()  # nothing is written when one file is refused
+
+
+def test_a_codex_config_toml_that_does_not_parse_is_refused_and_left_untouched(initialised_repo: Path) -> None:
+    path = initialised_repo / ".codex/config.toml"
+    path.parent.mkdir()
+    path.write_bytes(b"model = \n[features\n")
+    done = install(initialised_repo, "codex")
+    assert done.returncode == 15
+    assert b"not valid TOML" in done.stderr
+    assert path.read_bytes() == b"model = \n[features\n"
+    assert not (initialised_repo / ".codex/hooks.json").exists()
+
+
+def test_a_duplicate_key_is_refused_rather_than_one_copy_dropped(initialised_repo: Path) -> None:
+    path = initialised_repo / ".mcp.json"
+    path.write_bytes(b'{"mcpServers": {"a": {"command": "x"}}, "mcpServers": {"b": {"command": "y"}}}')
+    done = install(initialised_repo, "claude-code")
+    assert done.returncode == 15
+    assert b"twice" in done.stderr
+
+
+def test_a_symlinked_config_is_refused_and_its_target_untouched(initialised_repo: Path, tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.json"
+    target.write_text("{}")
+    (initialised_repo / ".claude").mkdir()
+    (initialised_repo / ".claude/settings.json").symlink_to(target)
+    done = install(initialised_repo, "claude-code")
+    assert done.returncode == 15
+    assert b"symbolic link" in done.stderr
+    assert target.read_text() == "{}"
+
+
+@pytest.mark.parametrize("name", CLIENTS)
+def test_umask_000_makes_nothing_world_writable(initialised_repo: Path, name: str) -> None:
+    done = install(initialised_repo, name, umask=0)
+    assert done.returncode == 0, done.stderr
+    provider = get_provider(name)
+    for rel in (provider.config, provider.mcp_config):
+        assert rel
+        path = initialised_repo
+        for part in Path(rel).parts:
+            path = path / part
+            mode = stat.S_IMODE(path.stat().st_mode)
+            assert not mode & 0o022, f"{path} is {mode:o}"
+
+
+def test_generic_install_writes_nothing_and_says_how_to_register_the_server(initialised_repo: Path) -> None:
+    before = sorted(p.name for p in initialised_repo.iterdir())
+    done = install(initialised_repo, "generic")
+    assert done.returncode == 0, done.stderr
+    assert str(MAJORDOMUS_MCP).encode() in done.stdout
+    assert sorted(p.name for p in initialised_repo.iterdir()) == before
+
+
+def test_a_provider_with_nothing_to_wire_is_refused_with_exit_12(initialised_repo: Path) -> None:
+    done = install(initialised_repo, "windsurf")
+    assert done.returncode == 12
+    assert b"claude-code" in done.stderr
+
+
+@pytest.mark.parametrize("name", CLIENTS)
+def test_the_installed_hook_command_line_opens_and_closes_a_real_episode(initialised_repo: Path, name: str) -> None:
+    """1. install the client; 2. read the start and end command lines back from its own configuration;
+    3. run each through a shell, as the client would, with the client's real payload on stdin.
+    The episode opens under the client's provider, and its end gives the outcome its reason means."""
+    provider = get_provider(name)
+    assert install(initialised_repo, name).returncode == 0
+    assert provider.session is not None
+    payload = START_PAYLOADS[name]
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}  # the command line must not depend on PATH
+    start = command_of(our_handler(initialised_repo, provider, provider.session.events["start"]))
+    done = subprocess.run(["sh", "-c", start], cwd=initialised_repo, input=json.dumps(payload).encode(), env=env,
+                          capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0 and b"opened at" in done.stderr, done.stderr
+    (opened,) = open_files(initialised_repo).values()
+    assert opened["provider"] == name and opened["provider_session"] == payload["session_id"]
+    reason, outcome = END_REASONS[name]
+    end = command_of(our_handler(initialised_repo, provider, provider.session.events["end"]))
+    end_payload = {"session_id": payload["session_id"], "hook_event_name": provider.session.events["end"],
+                   "reason": reason}
+    done = subprocess.run(["sh", "-c", end], cwd=initialised_repo, input=json.dumps(end_payload).encode(), env=env,
+                          capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0 and b"episode closed" in done.stderr, done.stderr
+    (record,) = records(initialised_repo).values()
+    assert record["outcome"] == outcome and record["end_reason"] == reason and record["provider"] == name
+
+
+def test_an_out_of_date_majordomus_entry_is_updated_in_place_not_duplicated(initialised_repo: Path) -> None:
+    provider = get_provider("claude-code")
+    assert install(initialised_repo, "claude-code").returncode == 0
+    settings = initialised_repo / ".claude/settings.json"
+    settings.write_text(settings.read_text().replace(str(MAJORDOMUS), "/old/venv/bin/majordomus"))
+    done = install(initialised_repo, "claude-code")
+    assert done.returncode == 0, done.stderr
+    assert b"updated" in done.stdout
+    assert provider.session is not None
+    for event in provider.session.events.values():
+        assert shlex.split(command_of(our_handler(initialised_repo, provider, event)))[0] == str(MAJORDOMUS)
+
+
+def test_an_empty_existing_file_is_merged_into_as_an_empty_object(initialised_repo: Path) -> None:
+    (initialised_repo / ".mcp.json").write_text("  \n")
+    done = install(initialised_repo, "claude-code")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((initialised_repo / ".mcp.json").read_text())["mcpServers"]["majordomus"]["type"] == "stdio"
+
+
+def test_a_codex_hooks_flag_a_person_switched_off_is_left_alone_and_said(initialised_repo: Path) -> None:
+    path = initialised_repo / ".codex/config.toml"
+    path.parent.mkdir()
+    path.write_bytes(b"# mine\r\n[features]\r\ncodex_hooks = false\r\n")
+    done = install(initialised_repo, "codex")
+    assert done.returncode == 0, done.stderr
+    assert b"switched off" in done.stdout
+    text = path.read_bytes()
+    assert tomllib.loads(text.decode())["features"] == {"codex_hooks": False}
+    assert b"\r\n" in text and b"\n" not in text.replace(b"\r\n", b"")  # a CRLF file stays CRLF
