@@ -37,9 +37,9 @@ def default_policy_text(missing: dict[str, int] | None = None) -> str:
     """The YAML `init` writes (or `update` appends): one block per section, a comment on each."""
     values = DEFAULTS if missing is None else missing
     sections: dict[str, list[tuple[str, int]]] = {}
-    for dotted, value in values.items():
+    for dotted, number in values.items():
         section, key = dotted.split(".", 1)
-        sections.setdefault(section, []).append((key, value))
+        sections.setdefault(section, []).append((key, number))
     lines = ["# majordomus policy: every key is optional; a missing key takes its default."] if missing is None else []
     for section, pairs in sections.items():
         lines.append(f"# {_COMMENTS.get(section, section)}")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Literal
+    from typing import Any
 
     
 from majordomus.errors import ContractError, MissingError

@@ -312,9 +312,9 @@ ADVERSARIAL = {
     "key=": "'key=' * 250_000",
     "camel names": "'aKey=a1b2' * 100_000",
     "Bearer ": "'Bearer ' * 100_000",
-    "Bearer then a long token": f"'Bearer ' + 'a1' * 500_000",
-    "assignment then 1 MB of value": f"'api_key=' + 'a1' * 500_000",
-    "quoted assignment unterminated": f"'api_key=\"' + 'a1' * 500_000",
+    "Bearer then a long token": "'Bearer ' + 'a1' * 500_000",
+    "assignment then 1 MB of value": "'api_key=' + 'a1' * 500_000",
+    "quoted assignment unterminated": "'api_key=\"' + 'a1' * 500_000",
     "many real tokens": "' '.join(['ghp_FakeTokenNot4RealUse0nlyInTests12345'] * 25_000)",
 }
 CHILD = """

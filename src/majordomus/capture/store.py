@@ -30,15 +30,15 @@ def yaml_scalar(value: Any) -> str:
 def yaml_lines(fields: Iterable[tuple[str, Any]]) -> list[str]:
     """`key: value` lines; a list becomes a block list (or `[]`), everything else a JSON scalar."""
     out: list[str] = []
-    for key, value in fields:
-        if isinstance(value, list):
-            if not value:
+    for key, item in fields:
+        if isinstance(item, list):
+            if not item:
                 out.append(f"{key}: []")
             else:
                 out.append(f"{key}:")
-                out.extend(f"  - {yaml_scalar(item)}" for item in value)
+                out.extend(f"  - {yaml_scalar(element)}" for element in item)
         else:
-            out.append(f"{key}: {yaml_scalar(value)}")
+            out.append(f"{key}: {yaml_scalar(item)}")
     return out
 
 
