@@ -1,0 +1,199 @@
+"""The prompt archive's costs, as figures a person reads (no asserts).
+
+1. `capture prompt` latency against the bare interpreter (`python -c pass`), alternated, medians and ratio.
+2. reconcile, prune, render and doctor's archive findings on synthetic archives of 1k, 10k and 100k records
+   (written directly as files): time per record at each size, and the growth ratio against 1k.
+3. redaction throughput on ordinary prose, and the worst time per MB on adversarial input.
+
+    .venv/bin/python bench/prompt_archive.py [--quick]     # --quick skips the 100k archive
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from majordomus.capture import record as rec
+from majordomus.capture import store
+from majordomus.capture.render import render_md, render_yaml
+from majordomus.identity import rfc3339, worktree_id
+from majordomus.layout import Layout
+
+BIN = Path(sys.executable).parent
+MAJORDOMUS = BIN / "majordomus"
+
+
+def git_repo(path: Path) -> Path:
+    path.mkdir(parents=True)
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "first"]):
+        subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True)
+    subprocess.run([str(MAJORDOMUS), "init"], cwd=path, check=True, capture_output=True)
+    return path
+
+
+def timed(cmd: list[str], cwd: Path, payload: bytes = b"") -> float:
+    began = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, input=payload, capture_output=True, check=False)
+    return time.perf_counter() - began
+
+
+def latency(tmp: Path, rounds: int) -> None:
+    repo = git_repo(tmp / "latency")
+    subprocess.run([str(MAJORDOMUS), "capture", "session", "--provider", "claude-code", "--event", "start"], cwd=repo,
+                   input=json.dumps({"session_id": "bench", "source": "startup"}).encode(), check=True,
+                   capture_output=True)
+    bare, open_, orphan = [], [], []
+    for n in range(rounds):  # alternated, so drift in the machine's load falls on all three alike
+        bare.append(timed([sys.executable, "-c", "pass"], repo))
+        body = {"session_id": "bench", "prompt_id": f"b-{n}", "prompt": f"Benchmark prompt number {n}, "
+                "with a token=Zq81kdjQm2hf7Kp0aaXy in it"}
+        open_.append(timed([str(MAJORDOMUS), "capture", "prompt", "--provider", "claude-code"], repo,
+                           json.dumps(body).encode()))
+        orphan.append(timed([str(MAJORDOMUS), "capture", "prompt", "--provider", "claude-code"], repo,
+                            json.dumps({"session_id": "nobody", "prompt": f"orphan {n}"}).encode()))
+    b = statistics.median(bare)
+    print(f"capture prompt latency ({rounds} alternated runs, medians)")
+    print(f"  python -c pass                     {b * 1000:7.1f} ms")
+    for label, xs in (("capture prompt (open episode, id)", open_), ("capture prompt (orphan, no id)", orphan)):
+        m = statistics.median(xs)
+        print(f"  {label:<34} {m * 1000:7.1f} ms   ratio {m / b:4.2f}x   (p90 {sorted(xs)[int(len(xs) * .9)] * 1000:.1f} ms)")
+
+
+BASE = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def synthesize(root: Path, count: int) -> Layout:
+    """An archive of `count` records over 200 days and 50 provider sessions, each with its renderings.
+
+    Every 10th record is legacy (no provenance: reconcile rewrites it), every 10th lacks its renderings
+    (render writes them), bodies span the whole period (prune's age bound takes the oldest tenth).
+    """
+    layout = Layout(root)
+    for d in (layout.prompts_dir, layout.sessions_open, layout.contexts_dir, layout.sessions_dir, layout.locks,
+              layout.policy_file.parent):
+        d.mkdir(parents=True, exist_ok=True)
+    os.chmod(layout.prompts_dir, 0o700)
+    span = 200 * 86400
+    here = worktree_id(root)
+    layout.policy_file.write_text("prompts:\n  retention_max_days: 180\n  retention_max_bytes: 1000000000\n")
+    for n in range(50):  # one closed episode per session, each with its working context
+        opened = BASE + timedelta(seconds=n * span // 50)
+        closed = opened + timedelta(seconds=span // 50 - 1)
+        meta = [("schema", "session-context/v1"), ("kind", "session-context"), ("session_id", f"s-{n}"),
+                ("opened_at", rfc3339(opened)), ("provider", "claude-code"), ("provider_session", f"ps-{n}"),
+                ("worktree_id", here)]
+        close = store.yaml_lines([("closed_at", rfc3339(closed)), ("outcome", "closed")])
+        (layout.contexts_dir / f"{n:04d}--s-{n}.md").write_text(
+            "---\n" + "\n".join(store.yaml_lines(meta)) + "\n---\n\n## Close\n" + "\n".join(close) + "\n")
+    directory = layout.prompts_dir
+    for i in range(count):
+        moment = BASE + timedelta(seconds=i * span // count)
+        ps = f"ps-{i * 50 // count}"
+        record = {"schema": rec.SCHEMA, "started_at": rfc3339(moment), "provider": "claude-code",
+                  "event": "UserPromptSubmit", "id": f"id-{i}", "session": ps,
+                  "episode": f"s-{i * 50 // count}", "episode_link": "session-context", "repository_id": "local:bench", "worktree_id": here, "source": None,
+                  "cwd": str(root), "branch": "main", "head": "0" * 40,
+                  "text": f"Prompt {i}: please refactor the module and explain the change in plain words. " * 3}
+        if i % 10 == 5:
+            for key in ("episode", "episode_link"):
+                del record[key]
+        stem = f"{moment:%Y%m%d%H%M%S}-prompt-{i}"
+        fd = os.open(directory / f"{stem}.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, rec.dumps(record))
+        os.close(fd)
+        if i % 10 != 7:
+            for suffix, text in ((".md", render_md(record, stem)), (".yaml", render_yaml(record, stem))):
+                fd = os.open(directory / f"{stem}{suffix}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                os.write(fd, text.encode())
+                os.close(fd)
+    return layout
+
+
+def operations(layout: Layout) -> dict[str, float]:
+    from majordomus.capture.archive_findings import findings
+    from majordomus.capture.prune import prune
+    from majordomus.capture.reconcile import reconcile
+    from majordomus.capture.render import render_all, repair_modes
+
+    now = BASE + timedelta(days=200)
+    out: dict[str, float] = {}
+    began = time.perf_counter()
+    findings(layout)
+    out["doctor findings"] = time.perf_counter() - began
+    began = time.perf_counter()
+    reconcile(layout, dry_run=True, now=now)
+    out["reconcile --dry-run"] = time.perf_counter() - began
+    began = time.perf_counter()
+    reconcile(layout, now=now)
+    out["reconcile (10% rewritten)"] = time.perf_counter() - began
+    began = time.perf_counter()
+    prune(layout, now=now)
+    out["prune (10% pruned)"] = time.perf_counter() - began
+    began = time.perf_counter()
+    repair_modes(layout)
+    render_all(layout)
+    out["render (10% rendered)"] = time.perf_counter() - began
+    return out
+
+
+def archives(tmp: Path, sizes: list[int]) -> None:
+    print("\narchive operations (in-process; time per record, and growth against the smallest archive)")
+    results: dict[int, dict[str, float]] = {}
+    for size in sizes:
+        began = time.perf_counter()
+        layout = synthesize(tmp / f"archive-{size}", size)
+        made = time.perf_counter() - began
+        results[size] = operations(layout)
+        print(f"  {size:>7} records (written in {made:.1f} s)")
+        for name, seconds in results[size].items():
+            per = seconds / size * 1e6
+            growth = per / (results[sizes[0]][name] / sizes[0] * 1e6)
+            print(f"    {name:<28} {seconds:8.2f} s   {per:7.1f} µs/record   growth {growth:4.2f}x")
+        shutil.rmtree(layout.root)
+
+
+def redaction() -> None:
+    from majordomus.capture.redact import redact
+
+    prose = ("The parser keeps a small table of token kinds; when a line ends in a backslash the next line "
+             "continues it. Please refactor it, keep the tests green, and explain the change in plain words.\n")
+    text = prose * (1024 * 1024 // len(prose))
+    began = time.perf_counter()
+    redact(text)
+    seconds = time.perf_counter() - began
+    print(f"\nredaction: {len(text) / 1e6 / seconds:.1f} MB/s on ordinary prose ({len(text) / 1e6:.1f} MB)")
+    worst = 0.0
+    for label, adversarial in (("one character", "a" * 1_000_000), ("sk- prefix repeated", "sk-" * 333_333),
+                               ("unterminated assignment", "password=" + "A" * 999_990),
+                               ("Bearer repeated", "Bearer " * 142_857), ("PEM header repeated",
+                                                                          "-----BEGIN PRIVATE KEY-----\n" * 35_000)):
+        began = time.perf_counter()
+        redact(adversarial)
+        per_mb = (time.perf_counter() - began) / (len(adversarial) / 1e6)
+        worst = max(worst, per_mb)
+        print(f"  adversarial {label:<26} {per_mb * 1000:8.1f} ms per MB")
+    print(f"  worst case {worst * 1000:.1f} ms per MB")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="skip the 100k archive")
+    ap.add_argument("--rounds", type=int, default=30)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        latency(Path(tmp), args.rounds)
+        archives(Path(tmp), [1000, 10000] if args.quick else [1000, 10000, 100000])
+    redaction()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""The archive as a whole: one pass that reads every record once, the lock its rewriters share, a rewrite.
+
+Reconcile, prune, render and doctor's findings read through `scan`; each record is read and parsed once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from majordomus.capture import record as rec
+from majordomus.capture.render import write_renderings
+from majordomus.layout import PRIVATE_FILE, Layout, file_lock, write_atomic
+
+
+@dataclass
+class Entry:
+    """One file under a record's name: the record, or why this writer cannot account for it."""
+
+    name: str
+    path: Path
+    record: dict[str, Any] | None
+    problem: str | None
+    pretty: bool
+
+    @property
+    def stem(self) -> str:
+        return self.name[: -len(".json")]
+
+
+def record_names(layout: Layout) -> list[str]:
+    """Every record's file name, oldest first (the name starts with the capture second)."""
+    try:
+        names = os.listdir(layout.prompts_dir)
+    except FileNotFoundError:
+        return []
+    return sorted(n for n in names if rec.is_record_name(n))
+
+
+def scan(layout: Layout, names: list[str] | None = None) -> list[Entry]:
+    out: list[Entry] = []
+    for name in record_names(layout) if names is None else names:
+        path = layout.prompts_dir / name
+        try:
+            raw = rec.read_bytes(path)
+        except OSError as exc:
+            # ELOOP: a symlink under a record's name, refused rather than followed
+            why = "is a symbolic link" if path.is_symlink() else f"cannot be read ({exc.strerror})"
+            out.append(Entry(name, path, None, why, False))
+            continue
+        try:
+            out.append(Entry(name, path, rec.parse(raw), None, rec.is_pretty(raw)))
+        except rec.RecordError as exc:
+            out.append(Entry(name, path, None, str(exc), False))
+    return out
+
+
+@contextlib.contextmanager
+def lock_archive(layout: Layout) -> Iterator[None]:
+    """Held by reconcile, prune and render while they rewrite: two rewriters never race on one record.
+
+    Capture never takes it: a capture only creates new names, exclusively.
+    """
+    with file_lock(layout.locks / "prompts.lock"):
+        yield
+
+
+def rewrite(layout: Layout, entry: Entry, record: dict[str, Any]) -> None:
+    """Replace a record atomically (never a partial file under its name), then both renderings."""
+    record["schema"] = rec.SCHEMA
+    write_atomic(entry.path, rec.dumps(record), PRIVATE_FILE)
+    entry.record = record
+    entry.pretty = True
+    write_renderings(layout.prompts_dir, entry.stem, record)
+
+
+def has_archive(layout: Layout) -> bool:
+    """Whether there is an archive to work on; a symlinked archive directory is refused, never followed."""
+    from majordomus.errors import RefusedError
+
+    if layout.prompts_dir.is_symlink():
+        raise RefusedError(f"{layout.prompts_dir.relative_to(layout.root)} is a symbolic link; the archive is "
+                           "never followed through a link", "replace it with a real directory, then run majordomus update")
+    return layout.prompts_dir.is_dir()

@@ -1,0 +1,272 @@
+"""`capture prompt`: one prompt — filter, redact, resolve its episode strictly, write the record and renderings.
+
+Stdlib only, and nothing heavy: this runs inside a person's prompt hook, before the model sees the prompt.
+A malformed payload never stops the person: it becomes a line of key names in `.capture.log`, exit 0.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+from majordomus.capture import record as rec
+from majordomus.capture import store
+from majordomus.capture.render import write_renderings
+from majordomus.errors import InternalError, MajordomusError, MissingError
+from majordomus.identity import head_state, now_utc, repository_id, rfc3339, worktree_id
+from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock
+from majordomus.providers import get_provider
+from majordomus.values import value
+
+try:  # the builtin module: hashlib would load OpenSSL on every prompt
+    from _sha256 import sha256
+except ImportError:  # pragma: no cover - other builds
+    from hashlib import sha256
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from majordomus.cli import Context
+    from majordomus.providers import PromptRow
+
+MAX_PAYLOAD = 10 * 1024 * 1024  # a prompt hook's payload is small; past this it is logged, not parsed
+
+# Openings of messages a client injects into the prompt stream on the person's behalf (REFERENCE 5.1).
+INJECTED_MARKERS = (
+    "<task-notification>", "<system-reminder>", "<subagent-notification>", "<cross-session-message>",
+    "<hook-message>", "<user-prompt-submit-hook>", "<command-message>", "<command-name>", "<command-args>",
+    "<local-command-stdout>", "<local-command-stderr>", "<bash-input>", "<bash-stdout>", "<bash-stderr>",
+    "<ide_selection>", "<ide_opened_file>", "<ide_diagnostics>",
+)
+
+
+@value
+class CaptureReport:
+    exit_code: int
+    line: str
+
+
+class Malformed(Exception):
+    """A payload this command cannot archive; the message names key names and shapes, never values."""
+
+
+def _keys(data: dict[str, Any]) -> str:
+    """The payload's key names for the log: capped, and redacted too (a key can be anything a client sends)."""
+    from majordomus.capture.redact import redact
+
+    # redacted whole before it is cut (a cut credential no longer matches its shape), then escaped (a key
+    # holding a line feed must not break the log line) and capped
+    names = [json.dumps(redact(str(k))[0][:40])[1:-1] for k in list(data)[:30]]
+    more = f", … ({len(data)} in all)" if len(data) > 30 else ""
+    return ", ".join(names) + more if names else "none"
+
+
+def parse_payload(raw: bytes) -> dict[str, Any]:
+    if len(raw) > MAX_PAYLOAD:
+        raise Malformed(f"the payload is over {MAX_PAYLOAD // (1024 * 1024)} MiB; not read")
+    if not raw.strip():
+        raise Malformed("the payload is empty")
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise Malformed(f"the payload is not UTF-8 ({len(raw)} bytes)") from None
+    except ValueError:
+        raise Malformed(f"the payload is not JSON ({len(raw)} bytes)") from None
+    if not isinstance(value, dict):
+        raise Malformed(f"the payload is a JSON {_kind(value)}, not an object")
+    return value
+
+
+def _kind(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null",
+            int: "number", float: "number"}.get(type(value), type(value).__name__)
+
+
+def _text(data: dict[str, Any], row: PromptRow) -> str:
+    for key in row.text_keys:
+        if key in data:
+            value = data[key]
+            if not isinstance(value, str):
+                raise Malformed(f"key {key} is a JSON {_kind(value)}, not a string; keys: {_keys(data)}")
+            return value
+    raise Malformed(f"the payload has none of the text keys ({', '.join(row.text_keys)}); keys: {_keys(data)}")
+
+
+def _scalar(data: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The first of `keys` holding a non-blank string or a number; anything else counts as absent."""
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+    return None
+
+
+def is_injected(text: str) -> bool:
+    return text.lstrip().startswith(INJECTED_MARKERS)
+
+
+def _id_key(provider: str, prompt_id: str) -> str:
+    return sha256(f"{provider}\0{prompt_id}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _id_index(layout: Layout, day: str) -> Path:
+    """Ids seen per UTC day: a redelivery comes within seconds, so today and yesterday are enough to check."""
+    return layout.prompts_dir / f".ids-{day}"
+
+
+def _seen(layout: Layout, key: str, days: tuple[str, ...]) -> bool:
+    needle = key.encode()
+    for day in days:
+        try:
+            data = _id_index(layout, day).read_bytes()
+        except OSError:
+            continue
+        if any(line.split(b" ", 1)[0] == needle for line in data.splitlines()):
+            return True
+    return False
+
+
+def publish(layout: Layout, stamp: str, slug: str, data: bytes) -> str:
+    """Create `<stamp>-<slug>[-n].json` exclusively: a clash takes the next suffix, without limit."""
+    directory = layout.prompts_dir
+    n = 1
+    while True:
+        name = f"{stamp}-{slug}.json" if n == 1 else f"{stamp}-{slug}-{n}.json"
+        if create_exclusive(directory / name, data):
+            return name
+        n += 1
+
+
+def log(layout: Layout, provider: str, message: str) -> None:
+    """One line in `.capture.log`; doctor reports the log while it is non-empty. Never a value."""
+    try:
+        append_line(layout.capture_log, f"{rfc3339(now_utc())} capture prompt --provider {provider}: {message}")
+    except (OSError, MajordomusError):
+        pass  # the hook must not fail for want of a log
+
+
+def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = False) -> CaptureReport:
+    """Archive one prompt. Raises for admission (12) and when nothing can be written (13); otherwise exit 0."""
+    provider = get_provider(provider_name)
+    row = provider.prompt
+    if row is None:
+        raise MissingError(f"capture prompt: provider '{provider_name}' has no prompt adapter (declares prompts: "
+                           f"{provider.offers.get('prompts', 'none')})",
+                           "run majordomus capture status to see which providers archive prompts")
+    layout = Layout(root)
+    if not layout.is_initialised():
+        raise MissingError(f"{root} has no majordomus layer", "run majordomus init")
+    rel = str(layout.prompts_dir.relative_to(root))
+    try:
+        ensure_dir(layout.prompts_dir)  # 0700 on every capture, whatever the umask; a symlink is refused
+    except MajordomusError as exc:
+        raise InternalError(f"capture prompt: {exc.message}; nothing written") from exc
+    except OSError as exc:
+        raise InternalError(f"capture prompt: cannot create {rel} ({exc.strerror}); nothing written") from exc
+    try:
+        data = parse_payload(payload)
+        text = _text(data, row)
+    except Malformed as exc:
+        log(layout, provider_name, f"{exc}; not archived")
+        return CaptureReport(0, f"capture prompt: {exc}; not archived (see {rel}/.capture.log)")
+    source = _scalar(data, row.source_keys)
+    if source is not None and row.person_sources and source not in row.person_sources:
+        return CaptureReport(0, "capture prompt: the payload's source is not the person; not archived")
+    if is_injected(text):
+        return CaptureReport(0, "capture prompt: an injected message, not the person's prompt; not archived")
+
+    from majordomus.capture.redact import redact
+
+    if dry_run:  # the status self-test: the real path up to here, and nothing written
+        who = _scalar(data, row.session_keys)
+        return CaptureReport(0, f"capture prompt: would archive a prompt for {provider_name} "
+                                f"(provider session {who})" if who else
+                                f"capture prompt: would archive a prompt for {provider_name} (orphan: no provider session)")
+
+    text, fired = redact(text)  # before the slug, the record, the renderings or any log line exist
+    prompt_id = _scalar(data, row.id_keys)
+    provider_session = _scalar(data, row.session_keys)
+    cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
+    moment = now_utc()
+    opened = store.read_open(layout, provider_session) if provider_session is not None else None
+    branch, head = head_state(root)  # from .git's files: a prompt needs no status walk
+    record: dict[str, Any] = {
+        "schema": rec.SCHEMA, "started_at": rfc3339(moment), "provider": provider_name, "event": row.event,
+        "id": prompt_id, "session": provider_session,
+        "episode": opened["session_id"] if opened else None, "episode_link": "open" if opened else "orphan",
+        # the open file carries the repository_id its start computed with the same function
+        "repository_id": (opened or {}).get("repository_id") or repository_id(root),
+        "worktree_id": worktree_id(root), "source": source, "cwd": redact(cwd)[0] if cwd else cwd,
+        "branch": branch, "head": head, "text": text,
+    }
+    if fired:
+        record["redacted"] = ",".join(fired)
+    body = rec.dumps(record)
+    stamp = moment.strftime("%Y%m%d%H%M%S")
+    try:
+        if prompt_id is None:
+            name = publish(layout, stamp, rec.slug(text), body)
+        else:
+            key = _id_key(provider_name, prompt_id)
+            days = (moment.strftime("%Y%m%d"), (moment - timedelta(days=1)).strftime("%Y%m%d"))
+            with file_lock(layout.locks / "prompt-ids.lock"):
+                if _seen(layout, key, days):
+                    return CaptureReport(0, "capture prompt: this prompt id is archived already; nothing written")
+                name = publish(layout, stamp, rec.slug(text, prompt_id), body)
+                append_line(_id_index(layout, days[0]), f"{key} {name}")
+    except (OSError, MajordomusError) as exc:
+        why = exc.message if isinstance(exc, MajordomusError) else (exc.strerror or type(exc).__name__)
+        log(layout, provider_name, f"the record could not be written ({why}); the prompt is lost")
+        raise InternalError(f"capture prompt: the record could not be written into {rel} ({why})") from exc
+    try:
+        write_renderings(layout.prompts_dir, name[: -len(".json")], record)
+    except (OSError, MajordomusError):
+        log(layout, provider_name, "a rendering could not be written; the record is safe (run majordomus capture render)")
+    if opened and provider_session is not None:
+        from majordomus.capture.session import touch_activity
+
+        try:
+            touch_activity(layout, provider_session)
+        except (OSError, MajordomusError):
+            log(layout, provider_name, "the episode's last_activity_at could not be refreshed")
+    how = f"episode {opened['session_id']}, open" if opened else "orphan: no episode open for its provider session"
+    return CaptureReport(0, f"capture prompt: archived as {rel}/{name} ({how})")
+
+
+def read_stdin() -> bytes:
+    if sys.stdin is None or sys.stdin.isatty():
+        return b""
+    return sys.stdin.buffer.read(MAX_PAYLOAD + 1)
+
+
+def _provider_arg(argv: list[str]) -> tuple[str, bool] | None:
+    """The hook's own spelling, `--provider P [--dry-run]`, read without argparse (whose import costs every prompt)."""
+    words = [w for w in argv if w != "--dry-run"]
+    dry = len(words) != len(argv)
+    if len(words) == 2 and words[0] == "--provider" and not words[1].startswith("-"):
+        return words[1], dry
+    if len(words) == 1 and words[0].startswith("--provider=") and len(words[0]) > len("--provider="):
+        return words[0].split("=", 1)[1], dry
+    return None
+
+
+def command(ctx: Context, argv: list[str]) -> int:
+    parsed = _provider_arg(argv)
+    if parsed is None:  # anything else (help, a typo) gets the house parser and its usage sentence
+        from majordomus.cli import parser
+
+        p = parser("capture prompt", "Archive one prompt from a client's prompt-hook payload on stdin.")
+        p.add_argument("--provider", required=True)
+        p.add_argument("--dry-run", action="store_true", help="run the real path, write nothing, say what it would do")
+        args = p.parse_args(argv)
+        parsed = (args.provider, args.dry_run)
+    provider, dry_run = parsed
+    get_provider(provider)  # an unknown provider is exit 12 before anything else is asked
+    report = capture(ctx.root, provider, read_stdin(), dry_run=dry_run)
+    print(report.line, file=sys.stderr)  # stdout stays empty: some clients inject a hook's stdout as context
+    return report.exit_code

@@ -1,0 +1,150 @@
+"""`capture prune`: the retention policy takes bodies and keeps records (SPEC 5.5).
+
+Age first (`prompts.retention_max_days`), then bytes (`prompts.retention_max_bytes`, oldest body first).
+A pruned record keeps every field; `text` becomes null and it gains `pruned_at`, `pruned_bytes` and
+`pruned_sha256`. No record file is ever deleted. Nothing prunes as a side effect of capture.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from majordomus import ledger
+from majordomus.capture import record as rec
+from majordomus.capture.archive import Entry, has_archive, lock_archive, rewrite, scan
+from majordomus.errors import ContractError, MissingError
+from majordomus.identity import now_utc, rfc3339
+from majordomus.layout import Layout
+from majordomus.policy import load_policy
+
+if TYPE_CHECKING:
+    from majordomus.cli import Context
+
+
+@dataclass(frozen=True)
+class Bounds:
+    max_days: int
+    max_bytes: int
+
+
+def bounds(layout: Layout) -> Bounds:
+    """The two bounds; exit 10 naming the file when the policy does not parse or a bound is not a bound."""
+    policy = load_policy(layout)
+    rel = layout.policy_file.relative_to(layout.root)
+    broken = [p for p in policy.problems if p.startswith("prompts")]
+    if broken:
+        raise ContractError(f"{rel}: {'; '.join(broken)}", "fix it, then run majordomus doctor")
+    return Bounds(policy.get_int("prompts.retention_max_days"), policy.get_int("prompts.retention_max_bytes"))
+
+
+def age_key(entry: Entry) -> str:
+    """The capture second a body's age is counted from: the file name's stamp, else its `started_at`."""
+    stamp = rec.name_stamp(entry.name)
+    if stamp is None and entry.record is not None:
+        stamp = "".join(ch for ch in str(entry.record.get("started_at") or "") if ch.isdigit())[:14] or None
+    return stamp or "99999999999999"  # no time at all: never too old, still counted against the cap
+
+
+@dataclass
+class Result:
+    records: int = 0
+    body_bytes: int = 0
+    pruned: int = 0
+    bytes_left: int = 0
+    refused: int = 0
+    victims: list[Entry] = field(default_factory=list)
+
+
+def plan(entries: list[Entry], limits: Bounds, now: datetime) -> Result:
+    """Which bodies go: every one older than the age bound, then the oldest until the rest fit the cap."""
+    cutoff = (now - timedelta(days=limits.max_days)).strftime("%Y%m%d%H%M%S")
+    result = Result(records=len(entries))
+    bodies: list[tuple[str, str, Entry, int]] = []
+    for entry in entries:
+        if entry.record is None:
+            result.refused += 1
+            continue
+        size = rec.body_bytes(entry.record)
+        if isinstance(entry.record.get("text"), str):
+            bodies.append((age_key(entry), entry.name, entry, size))
+            result.body_bytes += size
+    bodies.sort(key=lambda b: (b[0], b[1]))  # oldest first
+    keep = result.body_bytes
+    for stamp, _, entry, size in bodies:
+        if stamp < cutoff or keep > limits.max_bytes:
+            result.victims.append(entry)
+            keep -= size
+    result.pruned = len(result.victims)
+    result.bytes_left = keep
+    return result
+
+
+def tombstoned(record: dict[str, Any], at: str) -> dict[str, Any]:
+    """The record with its body taken: every other field unchanged, the tombstone fields added."""
+    body = str(record.get("text")).encode("utf-8", "surrogatepass")
+    new = dict(record)
+    new["text"] = None
+    new["pruned_at"] = at
+    new["pruned_bytes"] = len(body)
+    new["pruned_sha256"] = hashlib.sha256(body).hexdigest()
+    return new
+
+
+def prune(layout: Layout, *, dry_run: bool = False, now: datetime | None = None) -> tuple[Result, Bounds]:
+    limits = bounds(layout)
+    moment = now or now_utc()
+    if dry_run:
+        return plan(scan(layout), limits, moment), limits
+    with lock_archive(layout):
+        result = plan(scan(layout), limits, moment)
+        at = rfc3339(moment)
+        for entry in result.victims:
+            assert entry.record is not None
+            rewrite(layout, entry, tombstoned(entry.record, at))
+    if result.pruned:
+        ledger.append(layout, "prompts.pruned", records=result.records, pruned=result.pruned,
+                      bytes_left=result.bytes_left, refused=result.refused)
+    return result, limits
+
+
+def sentence(result: Result, limits: Bounds, dry_run: bool) -> str:
+    if dry_run:
+        line = (f"prune --dry-run: {result.records} record(s), {result.body_bytes} byte(s) of body; "
+                f"{result.pruned} would be pruned, leaving {result.bytes_left} byte(s) "
+                f"(cap {limits.max_bytes}, {limits.max_days} day(s))")
+    else:
+        line = (f"prune: {result.records} record(s); {result.pruned} body(ies) pruned, {result.bytes_left} byte(s) "
+                f"left of cap {limits.max_bytes}, older than {limits.max_days} day(s) taken")
+    if result.refused:
+        line += f", {result.refused} refused (this writer cannot account for every member)"
+    return line
+
+
+def command(ctx: Context, argv: list[str]) -> int:
+    from majordomus.cli import parser
+
+    p = parser("capture prune", "Apply the retention policy to prompt bodies; records are never deleted.")
+    p.add_argument("--dry-run", action="store_true", help="say what would be pruned; write nothing")
+    args = p.parse_args(argv)
+    layout = Layout(ctx.root)
+    if not layout.is_initialised():
+        raise MissingError(f"{ctx.root} has no majordomus layer", "run majordomus init")
+    limits = bounds(layout)  # a broken policy refuses (10) even when there is nothing to prune
+    if not has_archive(layout):
+        line = f"no archive at {layout.prompts_dir.relative_to(layout.root)}; nothing to prune"
+        print(json.dumps({"message": line, "records": 0, "pruned": 0}) if ctx.json else line)
+        return 0
+    result, limits = prune(layout, dry_run=args.dry_run)
+    line = sentence(result, limits, args.dry_run)
+    if ctx.json:
+        print(json.dumps({"message": line, "dry_run": args.dry_run, "records": result.records,
+                          "body_bytes": result.body_bytes, "pruned": result.pruned,
+                          "bytes_left": result.bytes_left, "refused": result.refused,
+                          "cap": limits.max_bytes, "max_days": limits.max_days}))
+    else:
+        print(line)
+    return 0

@@ -1,0 +1,236 @@
+"""`capture reconcile`: link prompt records to episodes on evidence only (SPEC 5.4), never by nearness in time.
+
+Tier 1, the open-episode store; tier 2, the frozen working contexts; both hold the window rule (exactly one
+episode of the record's provider session contains its `started_at`). Tier 3 (`ledger`): a provider session no
+tier knows is linked only when exactly one unclaimed closed episode of this worktree contains its whole span.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from majordomus import ledger
+from majordomus.capture import record as rec
+from majordomus.capture import store
+from majordomus.capture.archive import Entry, has_archive, lock_archive, rewrite, scan
+from majordomus.errors import MissingError
+from majordomus.identity import now_utc, parse_rfc3339, repository_id, worktree_id
+from majordomus.layout import Layout
+
+if TYPE_CHECKING:
+    from majordomus.cli import Context
+
+
+@dataclass(frozen=True)
+class Window:
+    """One episode of a provider session, as the evidence shows it: opened to closed (None: still open)."""
+
+    session_id: str
+    provider: str | None
+    opened: datetime
+    closed: datetime | None
+    tier: rec.Link
+
+    def contains(self, moment: datetime, now: datetime) -> bool:
+        return self.opened <= moment <= (self.closed or now)
+
+
+@dataclass
+class Evidence:
+    by_session: dict[str, list[Window]] = field(default_factory=dict)  # provider session -> its episodes
+    claimed: set[str] = field(default_factory=set)  # episodes tiers 1 and 2 know
+    closed: list[Window] = field(default_factory=list)  # tier 3's candidates: closed, this worktree, unclaimed
+
+
+def gather(layout: Layout) -> Evidence:
+    here = worktree_id(layout.root)
+    records = {meta["session_id"]: meta for _, meta in store.closed_records(layout)}
+    ev = Evidence()
+
+    def add(ps: Any, window: Window) -> None:
+        if isinstance(ps, str) and ps and window.session_id not in ev.claimed:
+            ev.by_session.setdefault(ps, []).append(window)
+            ev.claimed.add(window.session_id)
+
+    for episode in store.open_episodes(layout):
+        f = episode.fields
+        opened = parse_rfc3339(str(f.get("started_at")))
+        if opened is not None:
+            add(f.get("provider_session"), Window(f["session_id"], f.get("provider"), opened, None, "open"))
+    for ctx in store.context_windows(layout):
+        opened = parse_rfc3339(ctx.opened_at)
+        if opened is None:
+            continue
+        closed_text = ctx.closed_at or records.get(ctx.session_id, {}).get("closed_at")
+        closed = parse_rfc3339(str(closed_text)) if closed_text else None
+        if closed is None:
+            # neither open nor closed on any evidence: its end is unknown, so it contains nothing but its opening
+            closed = opened
+        add(ctx.provider_session, Window(ctx.session_id, ctx.provider, opened, closed, "session-context"))
+    for sid, meta in records.items():
+        if sid in ev.claimed or meta.get("worktree_id") not in (here, None):
+            continue
+        opened = parse_rfc3339(str(meta.get("started_at")))
+        closed = parse_rfc3339(str(meta.get("closed_at")))
+        if opened is not None and closed is not None:
+            ev.closed.append(Window(sid, meta.get("provider"), opened, closed, "ledger"))
+    return ev
+
+
+@dataclass
+class Result:
+    records: int = 0
+    linked: int = 0
+    already: int = 0
+    unlinked: int = 0
+    refused: int = 0
+    changes: list[tuple[Entry, dict[str, Any]]] = field(default_factory=list)
+
+    def sentence(self, dry_run: bool) -> str:
+        if dry_run:
+            line = (f"reconcile --dry-run: {self.records} record(s); {self.linked} would be linked, "
+                    f"{self.already} already linked, {self.unlinked} have no evidence and stay unlinked")
+        else:
+            line = (f"reconcile: {self.records} record(s); {self.linked} linked, {self.already} already linked, "
+                    f"{self.unlinked} unlinked for want of evidence")
+        if self.refused:
+            line += f", {self.refused} refused (this writer cannot account for every member)"
+        return line
+
+
+def _is_here(record: dict[str, Any], root: Path, here: str) -> bool:
+    """Whether a record was captured in this worktree (tier 3 only links what happened here)."""
+    wt = record.get("worktree_id")
+    if wt is not None:
+        return bool(wt == here)
+    repo = record.get("repository")
+    return repo is None or repo == str(root)
+
+
+def plan(layout: Layout, entries: list[Entry], ev: Evidence, now: datetime) -> Result:
+    """What each record becomes. Pure: reads the entries and the evidence, writes nothing."""
+    root = layout.root
+    here = worktree_id(root)
+    result = Result(records=len(entries))
+    decided: dict[int, tuple[str, rec.Link] | None] = {}
+    spans: dict[str, list[int]] = {}  # tier 3: provider session -> indexes of its records
+    for i, entry in enumerate(entries):
+        r = entry.record
+        if r is None:
+            continue
+        ps = r.get("session")
+        if isinstance(ps, str) and ps and ps not in ev.by_session and _is_here(r, root, here):
+            spans.setdefault(ps, []).append(i)
+        if rec.is_linked(r):
+            continue
+        moment = parse_rfc3339(str(r.get("started_at")))
+        decided[i] = None
+        if not isinstance(ps, str) or moment is None or ps not in ev.by_session:
+            continue
+        hits = [w for w in ev.by_session[ps] if w.contains(moment, now)
+                and (w.provider in (None, r.get("provider")))]
+        if len(hits) == 1:  # two windows holding one moment: refuse to choose
+            decided[i] = (hits[0].session_id, hits[0].tier)
+    # tier 3: the whole span of a provider session inside exactly one unclaimed closed episode
+    proposals: dict[str, str] = {}
+    for ps, indexes in spans.items():
+        if not any(i in decided for i in indexes):
+            continue  # nothing of this session waits for a link
+        moments = [parse_rfc3339(str(entries[i].record.get("started_at"))) for i in indexes]  # type: ignore[union-attr]
+        providers = {entries[i].record.get("provider") for i in indexes}  # type: ignore[union-attr]
+        if any(m is None for m in moments) or len(providers) != 1:
+            continue
+        first, last = min(moments), max(moments)  # type: ignore[type-var]
+        provider = providers.pop()
+        hits = [w for w in ev.closed if w.opened <= first and last <= (w.closed or now)  # type: ignore[operator]
+                and w.provider in (None, provider)]
+        if len(hits) == 1:
+            proposals[ps] = hits[0].session_id
+    taken: dict[str, int] = {}
+    for sid in proposals.values():
+        taken[sid] = taken.get(sid, 0) + 1
+    for ps, sid in proposals.items():
+        if taken[sid] != 1:
+            continue  # one episode is the only candidate of two sessions: at most one is right, so neither
+        for i in spans[ps]:
+            if i in decided:
+                decided[i] = (sid, "ledger")
+    for i, entry in enumerate(entries):
+        r = entry.record
+        if r is None:
+            result.refused += 1
+            continue
+        if i not in decided:
+            result.already += 1
+            continue
+        change = decided[i]
+        new = dict(r)
+        if change is not None:
+            new["episode"], new["episode_link"] = change
+            result.linked += 1
+        else:
+            new["episode"] = None
+            new["episode_link"] = "orphan" if r.get("episode_link") == "orphan" else "unlinked-legacy"
+            result.unlinked += 1
+        _complete(new, root, here)
+        if new != r or not entry.pretty:
+            result.changes.append((entry, new))
+    return result
+
+
+def _complete(record: dict[str, Any], root: Path, here: str) -> None:
+    """A legacy record gains every field of the current order; identity only when it was captured here."""
+    if "worktree_id" not in record or "repository_id" not in record:
+        mine = record.get("repository") in (None, str(root))
+        record.setdefault("repository_id", _repository_id(root) if mine else None)
+        record.setdefault("worktree_id", here if mine else None)
+    for key in rec.FIELDS:
+        record.setdefault(key, None)
+
+
+_REPO_ID: dict[Path, str] = {}
+
+
+def _repository_id(root: Path) -> str:
+    if root not in _REPO_ID:
+        _REPO_ID[root] = repository_id(root)
+    return _REPO_ID[root]
+
+
+def reconcile(layout: Layout, *, dry_run: bool = False, now: datetime | None = None) -> Result:
+    moment = now or now_utc()
+    if not has_archive(layout):
+        return Result()
+    if dry_run:
+        return plan(layout, scan(layout), gather(layout), moment)
+    with lock_archive(layout):
+        result = plan(layout, scan(layout), gather(layout), moment)
+        for entry, new in result.changes:
+            rewrite(layout, entry, new)
+    ledger.append(layout, "prompts.reconciled", records=result.records, linked=result.linked,
+                  unlinked=result.unlinked, refused=result.refused, already_linked=result.already)
+    return result
+
+
+def command(ctx: Context, argv: list[str]) -> int:
+    from majordomus.cli import parser
+
+    p = parser("capture reconcile", "Link prompt records to their episodes on evidence only.")
+    p.add_argument("--dry-run", action="store_true", help="say what would be linked; write nothing")
+    args = p.parse_args(argv)
+    layout = Layout(ctx.root)
+    if not layout.is_initialised():
+        raise MissingError(f"{ctx.root} has no majordomus layer", "run majordomus init")
+    result = reconcile(layout, dry_run=args.dry_run)
+    line = result.sentence(args.dry_run)
+    if ctx.json:
+        print(json.dumps({"message": line, "dry_run": args.dry_run, "records": result.records,
+                          "linked": result.linked, "already_linked": result.already,
+                          "unlinked": result.unlinked, "refused": result.refused}))
+    else:
+        print(line)
+    return 0

@@ -1,0 +1,152 @@
+"""The prompt record: its field order, its five `episode_link` words, and how it is read and written.
+
+Stdlib only: the hook path writes records through this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, Literal
+
+    Link = Literal["open", "session-context", "ledger", "orphan", "unlinked-legacy"]
+
+SCHEMA = "majordomus.capture/v1"
+LEGACY_SCHEMAS = ("majordomus.prompt/v1",)
+
+# SPEC 5.2, in this order; then the optional members, only when present.
+FIELDS = ("schema", "started_at", "provider", "event", "id", "session", "episode", "episode_link",
+          "repository_id", "worktree_id", "source", "cwd", "branch", "head", "text")
+OPTIONAL = ("redacted", "pruned_at", "pruned_bytes", "pruned_sha256")
+# Members an older writer put in records (REFERENCE 8.1). Kept where they are; never written anew.
+LEGACY = ("repository", "finished_at", "duration_ms", "model", "effort")
+KNOWN = frozenset(FIELDS + OPTIONAL + LEGACY)
+
+LINKED: tuple[Link, ...] = ("open", "session-context", "ledger")
+UNLINKED: tuple[Link, ...] = ("orphan", "unlinked-legacy")
+LINKS: tuple[Link, ...] = LINKED + UNLINKED
+
+RECORD_NAME = re.compile(r"(?P<stamp>[0-9]{14})-(?P<slug>[a-z0-9-]*)\.json")
+SLUG_MAX = 48
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+class RecordError(ValueError):
+    """A file under a record's name that this writer cannot account for: left untouched, counted as refused."""
+
+
+def slug(text: str | None, fallback: str | None = None) -> str:
+    """`[a-z0-9-]`, at most 48 characters, from the opening of the (already redacted) text.
+
+    Only ASCII letters are lowered: anything else is a separator, so no file name carries a character a
+    shell or another filesystem would mangle.
+    """
+    for candidate in (text, fallback):
+        if not candidate:
+            continue
+        head = candidate[:72].translate(_ASCII_LOWER)
+        cut = _NOT_SLUG.sub("-", head).strip("-")[:SLUG_MAX].rstrip("-")
+        if cut:
+            return cut
+    return "prompt"
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def ordered(record: dict[str, Any]) -> dict[str, Any]:
+    """The record's members in the one order: SPEC fields, a legacy `repository` after `cwd`, then optionals."""
+    out: dict[str, Any] = {}
+    for key in FIELDS:
+        if key in record:
+            out[key] = record[key]
+        if key == "cwd" and "repository" in record:
+            out["repository"] = record["repository"]
+    for key in LEGACY + OPTIONAL:
+        if key in record and key not in out:
+            out[key] = record[key]
+    return out
+
+
+def dumps(record: dict[str, Any]) -> bytes:
+    """Pretty JSON, one member per line, the order above: line 1 `{`, line 2 the schema, last line `}`."""
+    body = ordered(record)
+    try:
+        return (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a `\ud800` escape: keep it, escaped
+        return (json.dumps(body, indent=2, ensure_ascii=True) + "\n").encode("utf-8")
+
+
+def is_pretty(raw: bytes) -> bool:
+    """The shape doctor checks: `{`, then the schema line, …, then `}`."""
+    lines = raw.rstrip(b"\n").split(b"\n")
+    return (len(lines) >= 3 and lines[0] == b"{" and lines[1] == f'  "schema": "{SCHEMA}",'.encode()
+            and lines[-1] == b"}")
+
+
+def read_bytes(path: Path) -> bytes:
+    """A record's bytes; a symlink under a record's name is refused, never followed."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def parse(raw: bytes) -> dict[str, Any]:
+    """The record, or RecordError when a member is unknown or nested (this writer could not rewrite it whole)."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RecordError("does not parse as JSON") from exc
+    if not isinstance(value, dict):
+        raise RecordError("is not a JSON object")
+    unknown = sorted(k for k in value if k not in KNOWN)
+    if unknown:
+        raise RecordError(f"has member(s) this writer does not know: {', '.join(unknown[:5])}")
+    nested = sorted(k for k, v in value.items() if isinstance(v, (dict, list)))
+    if nested:
+        raise RecordError(f"has nested member(s): {', '.join(nested[:5])}")
+    if value.get("schema") not in (SCHEMA, *LEGACY_SCHEMAS):
+        raise RecordError("names no schema this writer knows")
+    return value
+
+
+def load(path: Path) -> dict[str, Any]:
+    try:
+        raw = read_bytes(path)
+    except OSError as exc:
+        raise RecordError(f"cannot be read ({exc.strerror or type(exc).__name__})") from exc
+    return parse(raw)
+
+
+def is_linked(record: dict[str, Any]) -> bool:
+    return record.get("episode_link") in LINKED and isinstance(record.get("episode"), str)
+
+
+def body_bytes(record: dict[str, Any]) -> int:
+    """What a body weighs against the retention cap: its UTF-8 bytes (0 when pruned or absent)."""
+    text = record.get("text")
+    if not isinstance(text, str):
+        return 0
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def name_stamp(name: str) -> str | None:
+    """The 14-digit capture second a record's file name starts with."""
+    match = RECORD_NAME.fullmatch(name)
+    return match.group("stamp") if match else None
+
+
+def is_record_name(name: str) -> bool:
+    return name.endswith(".json") and not name.startswith(".")
