@@ -16,6 +16,10 @@ say "SessionStart (Claude Code payload) | majordomus capture session --provider 
 printf '%s' '{"session_id":"demo-7f3c","transcript_path":"/tmp/t.jsonl","cwd":"'"$repo"'","hook_event_name":"SessionStart","source":"startup"}' \
   | majordomus capture session --provider claude-code --event start
 
+say "UserPromptSubmit | majordomus capture prompt --provider claude-code   (the key is redacted before any byte lands)"
+printf '%s' '{"session_id":"demo-7f3c","prompt_id":"p-1","hook_event_name":"UserPromptSubmit","prompt":"add a notes file; the staging key is sk-ant-api03-DEMOxDEMOxDEMOxDEMOxDEMOxDEMOxDEMOx1234 if you need it"}' \
+  | majordomus capture prompt --provider claude-code
+
 echo "work happens" > notes.txt
 say "PreCompact | majordomus capture session --provider claude-code --event compact"
 printf '%s' '{"session_id":"demo-7f3c","hook_event_name":"PreCompact","trigger":"auto","custom_instructions":""}' \
@@ -29,6 +33,13 @@ say "cat .ai/repo/sessions/2*.md   (the record that landed)"
 cat .ai/repo/sessions/2*.md
 say "cat .ai/local/state/ledger.jsonl"
 cat .ai/local/state/ledger.jsonl
+
+say "ls -l .ai/local/prompts   (0700 directory, 0600 files)"
+ls -la .ai/local/prompts
+say "cat .ai/local/prompts/*.json"
+cat .ai/local/prompts/*.json
+say "majordomus capture reconcile --dry-run"
+majordomus capture reconcile --dry-run
 
 say "majordomus capture status"
 majordomus capture status || true
