@@ -134,8 +134,7 @@ def history_command(ctx: Context, argv: list[str]) -> int:
     from majordomus import ledger
 
     layout = Layout(ctx.root)
-    if not layout.is_initialised():
-        raise MissingError(f"{layout.root} has no majordomus layer", "run majordomus init")
+    layout.require()
     keep = load_policy(layout).get_int("ledger.retention_max_lines")
     print(ledger.rotate(layout, keep))
     return 0

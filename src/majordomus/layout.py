@@ -12,7 +12,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from majordomus.errors import InternalError, RefusedError
+from majordomus.errors import InternalError, MissingError, RefusedError
 from majordomus.values import value
 
 PRIVATE_FILE = 0o600
@@ -100,6 +100,12 @@ class Layout:
 
     def is_initialised(self) -> bool:
         return self.policy_file.is_file() and self.state.is_dir()
+
+    def require(self) -> Layout:
+        """This layout, or exit 12 naming `majordomus init`: every command past init needs the layer."""
+        if not self.is_initialised():
+            raise MissingError(f"{self.root} has no majordomus layer", "run majordomus init")
+        return self
 
     def private_dirs(self) -> tuple[Path, ...]:
         """Directories that hold what only this user may read."""

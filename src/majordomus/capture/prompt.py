@@ -159,8 +159,7 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
                            f"{provider.offers.get('prompts', 'none')})",
                            "run majordomus capture status to see which providers archive prompts")
     layout = Layout(root)
-    if not layout.is_initialised():
-        raise MissingError(f"{root} has no majordomus layer", "run majordomus init")
+    layout.require()
     rel = str(layout.prompts_dir.relative_to(root))
     try:
         ensure_dir(layout.prompts_dir)  # 0700 on every capture, whatever the umask; a symlink is refused

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from majordomus import ledger
 from majordomus.capture import record as rec
 from majordomus.capture.archive import Entry, has_archive, lock_archive, rewrite, scan
-from majordomus.errors import ContractError, MissingError
+from majordomus.errors import ContractError
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import Layout
 from majordomus.policy import load_policy
@@ -131,8 +131,7 @@ def command(ctx: Context, argv: list[str]) -> int:
     p.add_argument("--dry-run", action="store_true", help="say what would be pruned; write nothing")
     args = p.parse_args(argv)
     layout = Layout(ctx.root)
-    if not layout.is_initialised():
-        raise MissingError(f"{ctx.root} has no majordomus layer", "run majordomus init")
+    layout.require()
     limits = bounds(layout)  # a broken policy refuses (10) even when there is nothing to prune
     if not has_archive(layout):
         line = f"no archive at {layout.prompts_dir.relative_to(layout.root)}; nothing to prune"

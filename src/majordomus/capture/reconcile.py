@@ -17,7 +17,6 @@ from majordomus import ledger
 from majordomus.capture import record as rec
 from majordomus.capture import store
 from majordomus.capture.archive import Entry, has_archive, lock_archive, rewrite, scan
-from majordomus.errors import MissingError
 from majordomus.identity import now_utc, parse_rfc3339, repository_id, worktree_id
 from majordomus.layout import Layout
 
@@ -223,8 +222,7 @@ def command(ctx: Context, argv: list[str]) -> int:
     p.add_argument("--dry-run", action="store_true", help="say what would be linked; write nothing")
     args = p.parse_args(argv)
     layout = Layout(ctx.root)
-    if not layout.is_initialised():
-        raise MissingError(f"{ctx.root} has no majordomus layer", "run majordomus init")
+    layout.require()
     result = reconcile(layout, dry_run=args.dry_run)
     line = result.sentence(args.dry_run)
     if ctx.json:

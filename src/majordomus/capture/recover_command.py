@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from majordomus.cli import Context, parser
-from majordomus.errors import MissingError
 from majordomus.layout import Layout
 
 
@@ -13,8 +12,7 @@ def command(ctx: Context, argv: list[str]) -> int:
     p.add_argument("--dry-run", action="store_true", help="say what would be closed; write nothing")
     args = p.parse_args(argv)
     layout = Layout(ctx.root)
-    if not layout.is_initialised():
-        raise MissingError(f"{layout.root} has no majordomus layer", "run majordomus init")
+    layout.require()
     from majordomus.capture.recover import recover
 
     lines = recover(layout.root, dry_run=args.dry_run)

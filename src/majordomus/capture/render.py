@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from majordomus.capture import record as rec
-from majordomus.errors import MissingError, RefusedError
+from majordomus.errors import RefusedError
 from majordomus.layout import PRIVATE_DIR, PRIVATE_FILE, Layout, write_atomic
 
 TYPE_CHECKING = False
@@ -233,8 +233,7 @@ def command(ctx: Context, argv: list[str]) -> int:
     p.add_argument("--force", action="store_true", help="rewrite every rendering, not only missing ones")
     args = p.parse_args(argv)
     layout = Layout(ctx.root)
-    if not layout.is_initialised():
-        raise MissingError(f"{ctx.root} has no majordomus layer", "run majordomus init")
+    layout.require()
     rel = str(layout.prompts_dir.relative_to(layout.root))
     if not has_archive(layout):
         _say(ctx, f"no archive in {rel}; nothing to render", {"renderings": 0, "modes": 0})

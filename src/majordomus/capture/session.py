@@ -95,8 +95,7 @@ def run_session(root: Path, provider: str, event: str, payload: bytes, *, dry_ru
     """Draw one boundary. Raises only for admission (exit 12/2); once admitted, always exit 0."""
     prov, row = admit(provider, event)
     layout = Layout(root)
-    if not layout.is_initialised():
-        raise MissingError(f"{root} has no majordomus layer", "run majordomus init")
+    layout.require()
     data, problem = read_payload(payload)
     where = f"capture session --provider {provider} --event {event}"
     if data is None:
