@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench clean-venv
+.PHONY: demo test bench docs clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,9 @@ test: $(VENV)/.dev
 
 bench: $(VENV)/.dev
 	PATH="$(CURDIR)/$(BIN):$$PATH" sh -c 'for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done'
+
+docs: $(VENV)/.runtime
+	$(BIN)/python -m majordomus.capabilities.projections --write-docs
 
 clean-venv:
 	rm -rf $(VENV)

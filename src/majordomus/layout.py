@@ -183,7 +183,7 @@ def append_line(path: Path, line: str, mode: int = PRIVATE_FILE) -> None:
 def file_lock(path: Path) -> Iterator[None]:
     """An exclusive advisory lock held for a read-modify-write; released when the process dies."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(exist_ok=True)  # the locks directory only: a missing layer is never created here
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE)
     except OSError as exc:
         raise InternalError(f"cannot take the lock {path.name}: {exc.strerror}") from exc

@@ -24,3 +24,10 @@ def test_the_function_and_the_executable_agree(initialised_repo: Path, run_major
     assert run_majordomus("capture", "session", "--provider", "generic", "--event", "end", cwd=initialised_repo,
                           input=closing).stderr.decode().strip() == (
         "no open episode here for provider session same-bytes; nothing to close")
+
+
+def test_the_boards_note_on_a_repository_without_a_layer_creates_nothing(git_repo: Path) -> None:
+    from majordomus.capture.session import set_connection_state
+
+    assert set_connection_state(git_repo, "anything", held_by=1, detached_at=None) is False
+    assert not (git_repo / ".ai").exists()

@@ -322,7 +322,10 @@ def update_open(layout: Layout, provider_session: str, **changes: Any) -> bool:
 
 def set_connection_state(root: Path, external_id: str, *, held_by: int | None, detached_at: str | None) -> bool:
     """The board's note in the open file: which server holds the episode, and since when it is detached."""
-    return update_open(Layout(root), external_id, held_by=held_by, detached_at=detached_at)
+    layout = Layout(root)
+    if not layout.is_initialised():
+        return False  # no layer, no open files: never create one as a side effect
+    return update_open(layout, external_id, held_by=held_by, detached_at=detached_at)
 
 
 def touch_activity(layout: Layout, provider_session: str) -> bool:

@@ -1,0 +1,280 @@
+"""The connection board (SPEC §4.3): connection episodes in memory, keyed by `external_id`.
+
+The board never writes an episode itself: it enters `capture session` in-process exactly as a
+hook does (same payload shape, same reader), through a driver. Peers are ids here, nothing more.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from majordomus.identity import now_utc, rfc3339
+from majordomus.layout import Layout
+
+CloseReason = Literal["detach", "expired", "shutdown"]
+State = Literal["open", "detached"]
+
+
+class Driver(Protocol):
+    """The board's one way into the episode record: `capture session --provider generic`."""
+
+    def open(self, external_id: str) -> str:
+        """Open (or keep) the episode of `external_id`; the report line, verbatim."""
+
+    def close(self, external_id: str, reason: CloseReason) -> str:
+        """End the episode of `external_id`; the report line, verbatim."""
+
+    def mark(self, external_id: str, *, held: bool) -> None:
+        """Record in the open file who holds the episode now, or when it was detached."""
+
+
+class CaptureDriver:
+    """Calls `majordomus.capture.session` in this process; a failure becomes the sentence."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _run(self, event: str, payload: dict[str, str]) -> str:
+        if not Layout(self.root).is_initialised():  # serving must never create .ai/ in someone's tree
+            return f"no episode was recorded: {self.root} has no majordomus layer; run majordomus init"
+        try:
+            from majordomus.capture.session import run_session
+        except ImportError as exc:  # the one writer is missing: say so instead of writing our own
+            return f"no episode was recorded: capture session is not available here ({exc})"
+        try:
+            report = run_session(self.root, "generic", event, json.dumps(payload).encode())
+        except Exception as exc:  # noqa: BLE001 - the failure sentence is what `repository` says
+            return f"no episode was recorded: capture session --event {event} failed: {exc}"
+        line = (report.line or "").strip()
+        if not line:
+            return f"`capture session --event {event}` exited {report.exit_code} and said nothing"
+        return line
+
+    def open(self, external_id: str) -> str:
+        return self._run("start", {"session_id": external_id, "source": "attach"})
+
+    def close(self, external_id: str, reason: CloseReason) -> str:
+        return self._run("end", {"session_id": external_id, "reason": reason})
+
+    def mark(self, external_id: str, *, held: bool) -> None:
+        if not Layout(self.root).is_initialised():
+            return
+        try:
+            from majordomus.capture.session import set_connection_state
+        except ImportError:
+            return
+        try:
+            if held:
+                set_connection_state(self.root, external_id, held_by=os.getpid(), detached_at=None)
+            else:
+                set_connection_state(self.root, external_id, held_by=None, detached_at=rfc3339(now_utc()))
+        except Exception:  # noqa: BLE001 - a lost mark only shortens nothing: recover stamps it later
+            return
+
+
+@dataclass
+class _Entry:
+    external_id: str
+    opened_at: str
+    repository: str
+    attachments: int
+    last_activity: float
+    peer: str | None
+    detached_since: float | None
+
+    @property
+    def state(self) -> State:
+        return "open" if self.peer is not None else "detached"
+
+
+class Board:
+    """Attach, touch, detach, close, reap, close_all. Thread-safe.
+
+    Every capture call of one `external_id` runs under that episode's own lock, which guarantees one
+    episode per `external_id` without making a heartbeat wait for a disk.
+    """
+
+    def __init__(self, driver: Driver, grace_seconds: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.driver = driver
+        self.grace_seconds = grace_seconds
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._entries: dict[str, _Entry] = {}
+        self._held: dict[str, str] = {}  # peer → external_id: a connection holds at most one episode
+        self._key_locks: dict[str, threading.Lock] = {}
+
+    # -- views -------------------------------------------------------------------------------
+
+    def _view(self, entry: _Entry, now: float) -> dict[str, Any]:
+        view: dict[str, Any] = {"external_id": entry.external_id, "provider": "generic"}
+        if entry.peer is not None:
+            view["peer"] = entry.peer
+        view["opened_at"] = entry.opened_at
+        view["last_activity_seconds_ago"] = max(0, int(now - entry.last_activity))
+        view["attachments"] = entry.attachments
+        view["state"] = entry.state
+        view["repository"] = entry.repository
+        return view
+
+    def all(self) -> list[dict[str, Any]]:
+        """Every episode on this board, ordered by external id."""
+        with self._lock:
+            now = self._clock()
+            return [self._view(self._entries[key], now) for key in sorted(self._entries)]
+
+    def get(self, external_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            entry = self._entries.get(external_id)
+            return None if entry is None else self._view(entry, self._clock())
+
+    def of_peer(self, peer: str) -> dict[str, Any] | None:
+        with self._lock:
+            key = self._held.get(peer)
+            return None if key is None else self._view(self._entries[key], self._clock())
+
+    def counts(self) -> tuple[int, int]:
+        with self._lock:
+            attached = sum(1 for e in self._entries.values() if e.peer is not None)
+            return attached, len(self._entries) - attached
+
+    # -- transitions -------------------------------------------------------------------------------
+    #
+    # Two kinds of lock: `_lock` guards the maps and is held for memory work only (a heartbeat never
+    # waits on a disk); a per-episode lock serialises every capture call of one `external_id`, so an
+    # attach and a close of the same episode can never interleave and each id has one episode.
+
+    def _key_lock(self, external_id: str) -> threading.Lock:
+        with self._lock:
+            return self._key_locks.setdefault(external_id, threading.Lock())
+
+    def _sync_mark(self, external_id: str) -> None:
+        """Write the episode's current holder (or its detach time) to its open file, in order per episode."""
+        with self._key_lock(external_id):
+            with self._lock:
+                entry = self._entries.get(external_id)
+                if entry is None:
+                    return
+                held = entry.peer is not None
+            self.driver.mark(external_id, held=held)
+
+    def attach(self, peer: str, external_id: str) -> tuple[dict[str, Any], bool]:
+        """Attach `peer` to the episode of `external_id`: resume it, or open it through capture."""
+        released = None
+        with self._key_lock(external_id):
+            with self._lock:
+                now = self._clock()
+                held = self._held.get(peer)
+                if held is not None and held != external_id:
+                    self._release(held, now)  # a connection holds at most one episode
+                    released = held
+                entry = self._entries.get(external_id)
+                if entry is not None and entry.peer == peer:  # naming it again: a heartbeat, not a resume
+                    entry.last_activity = now
+                    return self._view(entry, now), True
+                if entry is not None:
+                    if entry.peer is not None:
+                        self._held.pop(entry.peer, None)  # another connection held it: the newest wins
+                    entry.peer = peer
+                    entry.attachments += 1
+                    entry.detached_since = None
+                    entry.last_activity = now
+                    self._held[peer] = external_id
+                    resumed = True
+            if entry is None:
+                repository = self.driver.open(external_id)  # outside `_lock`: capture may take a while
+                with self._lock:
+                    now = self._clock()
+                    entry = _Entry(external_id=external_id, opened_at=rfc3339(now_utc()), repository=repository,
+                                   attachments=1, last_activity=now, peer=peer, detached_since=None)
+                    self._entries[external_id] = entry
+                    stale = self._held.get(peer)
+                    if stale is not None and stale != external_id:  # it attached elsewhere meanwhile
+                        self._release(stale, now)
+                        released = stale
+                    self._held[peer] = external_id
+                    resumed = False
+            self.driver.mark(external_id, held=True)
+            with self._lock:
+                view = self._view(entry, self._clock())
+        if released is not None:
+            self._sync_mark(released)
+        return view, resumed
+
+    def touch(self, peer: str) -> None:
+        """A heartbeat: in memory only, never a write."""
+        with self._lock:
+            key = self._held.get(peer)
+            if key is not None:
+                self._entries[key].last_activity = self._clock()
+
+    def detach(self, peer: str) -> list[str]:
+        """The connection of `peer` is gone: its episode becomes detached, not closed."""
+        with self._lock:
+            key = self._held.get(peer)
+            if key is None:
+                return []
+            self._release(key, self._clock())
+        self._sync_mark(key)
+        return [key]
+
+    def _release(self, external_id: str, now: float) -> None:
+        """In memory, under `_lock`; the caller writes the mark after letting go of it."""
+        entry = self._entries[external_id]
+        if entry.peer is not None:
+            self._held.pop(entry.peer, None)
+        entry.peer = None
+        entry.detached_since = now
+
+    def close(self, external_id: str, reason: CloseReason) -> dict[str, Any] | None:
+        """End the episode through capture; None when this board has no such episode."""
+        with self._key_lock(external_id):
+            with self._lock:
+                entry = self._entries.pop(external_id, None)
+                if entry is None:
+                    return None
+                if entry.peer is not None:
+                    self._held.pop(entry.peer, None)
+                entry.peer = None
+            entry.repository = self.driver.close(external_id, reason)
+            with self._lock:  # the key's lock stays: a waiter may hold it already
+                return self._view(entry, self._clock())
+
+    def reap(self) -> list[dict[str, Any]]:
+        """Close as `expired` (→ interrupted) every episode detached for longer than the grace."""
+        with self._lock:
+            now = self._clock()
+            due = [key for key, e in self._entries.items()
+                   if e.detached_since is not None and now - e.detached_since > self.grace_seconds]
+        closed = []
+        for key in due:
+            with self._lock:
+                entry = self._entries.get(key)
+                still_due = entry is not None and entry.detached_since is not None  # not resumed meanwhile
+            if still_due:
+                view = self.close(key, "expired")
+                if view is not None:
+                    closed.append(view)
+        return closed
+
+    def close_all(self) -> list[str]:
+        """At server stop: detach what is still attached and close nothing (SPEC §4.3).
+
+        Each episode keeps its open file with `detached_at`; its own client can resume it from any
+        later server, and otherwise the next start-up reap or `capture recover` closes it as
+        interrupted after the grace.
+        """
+        with self._lock:
+            now = self._clock()
+            attached = [key for key, e in self._entries.items() if e.peer is not None]
+            for key in attached:
+                self._release(key, now)
+        for key in attached:
+            self._sync_mark(key)
+        return attached

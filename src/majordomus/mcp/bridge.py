@@ -1,0 +1,88 @@
+"""A later process's stdio relayed to the shared server: each frame one `POST /mcp`.
+
+The bridge marks its requests `X-Majordomus-Bridge: 1`, so the server keeps one connection for it
+with stdio semantics (the process is the peer, whatever era its client speaks) and names it in
+`Mcp-Session-Id`. Stdlib only (http.client), so a bridging process starts fast.
+"""
+
+from __future__ import annotations
+
+import http.client
+import threading
+from urllib.parse import urlsplit
+
+
+class ServerGone(Exception):
+    """The shared server does not answer (or is stopping): elect again."""
+
+
+class SessionLost(Exception):
+    """The server answered 404 for our session (it expired): initialise again and replay."""
+
+
+class Bridge:
+    def __init__(self, url: str, timeout: float = 60.0) -> None:
+        parts = urlsplit(url)
+        self.url = url
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or 80
+        self.timeout = timeout
+        self.session_id: str | None = None
+        self._conn: http.client.HTTPConnection | None = None
+        self._lock = threading.Lock()
+
+    def _request(self, method: str, body: bytes | None) -> tuple[int, bytes, str | None]:
+        headers = {"X-Majordomus-Bridge": "1", "Accept": "application/json, text/event-stream",
+                   "Host": f"127.0.0.1:{self.port}" if self.host.startswith("127.") else f"localhost:{self.port}"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        if self.session_id:
+            headers["Mcp-Session-Id"] = self.session_id
+        for attempt in (1, 2):  # a kept-alive connection the server closed fails once: reconnect and retry
+            try:
+                if self._conn is None:
+                    self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+                self._conn.request(method, "/mcp", body=body, headers=headers)
+                response = self._conn.getresponse()
+                data = response.read()
+                return response.status, data, response.getheader("mcp-session-id")
+            except (OSError, http.client.HTTPException):
+                if self._conn is not None:
+                    self._conn.close()
+                self._conn = None
+                if attempt == 2:
+                    raise ServerGone(self.url) from None
+        raise ServerGone(self.url)  # pragma: no cover
+
+    def send(self, frame: bytes) -> bytes | None:
+        """Relay one frame; its answer frame, or None for a notification."""
+        with self._lock:
+            status, data, session = self._request("POST", frame)
+            if status == 503:
+                raise ServerGone(self.url)
+            if status == 404 and self.session_id:
+                self.session_id = None
+                raise SessionLost(self.url)
+            if session:
+                self.session_id = session
+            if status == 202 or not data.strip():
+                return None
+            return data.strip()
+
+    def keepalive(self) -> None:
+        """An empty notification: keeps the session (and so the peer) from the idle expiry."""
+        if self.session_id is not None:
+            self.send(b'{"jsonrpc":"2.0","method":"notifications/majordomus/keepalive"}')
+
+    def close(self) -> None:
+        """The client's EOF: end the session (the server detaches the episode; it is not closed)."""
+        with self._lock:
+            if self.session_id is not None:
+                try:
+                    self._request("DELETE", None)
+                except ServerGone:
+                    pass
+                self.session_id = None
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

@@ -1,0 +1,240 @@
+"""The server process: board, peers, core, HTTP sessions, the reaper, lifetime and the one cleanup path.
+
+Stdio and HTTP both talk to a `Runtime`; it decides when the server has no peer left and stops,
+and `shutdown` is the same code whether the last peer left or a signal arrived.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from majordomus import __version__
+from majordomus.capabilities.peers import PeerBoard
+from majordomus.capabilities.registry import Registry, Services, default_registry
+from majordomus.episodes import Board, CaptureDriver, CloseReason
+from majordomus.layout import Layout
+from majordomus.mcp.core import Connection, Core
+from majordomus.mcp.lease import LeaseFile
+
+HTTP_IDLE_ENV = "MAJORDOMUS_HTTP_IDLE_SECONDS"
+TICK_ENV = "MAJORDOMUS_REAP_INTERVAL_SECONDS"
+DEFAULT_HTTP_IDLE_SECONDS = 90.0
+
+
+def log(message: str) -> None:
+    """Diagnostics go to stderr, prefixed; stdout carries protocol frames only."""
+    try:
+        sys.stderr.write(f"majordomus: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _env_seconds(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+@dataclass(frozen=True)
+class Settings:
+    grace_seconds: int
+    stateless_ttl_seconds: int
+    http_idle_seconds: float
+    tick_seconds: float
+
+    @classmethod
+    def load(cls, layout: Layout) -> Settings:
+        from majordomus.policy import cached_values
+
+        values = cached_values(layout)
+        grace = values["episodes.reattach_grace_seconds"]
+        ttl = values["episodes.stateless_ttl_seconds"]
+        idle = _env_seconds(HTTP_IDLE_ENV, DEFAULT_HTTP_IDLE_SECONDS)
+        tick = _env_seconds(TICK_ENV, min(30.0, max(0.1, min(grace, ttl, idle) / 4)))
+        return cls(grace_seconds=grace, stateless_ttl_seconds=ttl, http_idle_seconds=idle, tick_seconds=tick)
+
+
+class _AfterRecovery:
+    """Holds every capture call until the start-up reap is done, so the two never race on one episode."""
+
+    def __init__(self, driver: CaptureDriver, ready: threading.Event) -> None:
+        self.driver = driver
+        self.ready = ready
+
+    def open(self, external_id: str) -> str:
+        self.ready.wait(30)
+        return self.driver.open(external_id)
+
+    def close(self, external_id: str, reason: CloseReason) -> str:
+        self.ready.wait(30)
+        return self.driver.close(external_id, reason)
+
+    def mark(self, external_id: str, *, held: bool) -> None:
+        self.ready.wait(30)
+        self.driver.mark(external_id, held=held)
+
+
+class Runtime:
+    """One server process. `url` is None for a standalone server (no HTTP, no lease)."""
+
+    def __init__(self, layout: Layout, settings: Settings, *, lease: LeaseFile | None = None,
+                 on_stop: Callable[[], None] | None = None, registry: Registry | None = None) -> None:
+        self.layout = layout
+        self.settings = settings
+        self.lease = lease
+        self.on_stop = on_stop
+        self.recovered = threading.Event()
+        self.board = Board(_AfterRecovery(CaptureDriver(layout.root), self.recovered), settings.grace_seconds)
+        self.peers = PeerBoard()
+        self.services = Services(board=self.board, peers=self.peers)
+        self.registry = registry or default_registry()
+        self.core = Core(self.registry, self.services, self.instructions, __version__)
+        self.url: str | None = None
+        self.sessions: dict[str, Connection] = {}  # HTTP sessions and bridged stdio connections
+        self.own: Connection | None = None
+        self.own_left = False
+        self.stopping = False
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._http: Any = None
+        self._shut = False
+
+    # -- start -----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """The start-up reap and the periodic reaper, both in the background: stdio answers at once."""
+        threading.Thread(target=self._recover, name="majordomus-recover", daemon=True).start()
+        threading.Thread(target=self._reaper, name="majordomus-reaper", daemon=True).start()
+
+    def _recover(self) -> None:
+        try:
+            from majordomus.capture.recover import recover
+
+            for line in recover(self.layout.root, hooks=False):
+                log(line)
+        except Exception as exc:  # noqa: BLE001 - a failed reap must not stop the server
+            log(f"the start-up reap failed ({type(exc).__name__}: {exc}); run majordomus capture recover")
+        finally:
+            self.recovered.set()
+
+    def start_http(self, host: str, port: int) -> str:
+        """Bind (a taken port is replaced by a free one) and serve HTTP in this process."""
+        from majordomus.mcp.http import HttpServer
+
+        self._http = HttpServer(self, host, port)
+        self.url = self._http.start()
+        return self.url
+
+    def own_connection(self) -> Connection:
+        self.own = Connection(transport="stdio")
+        return self.own
+
+    # -- sessions --------------------------------------------------------------------------------
+
+    def open_session(self, *, bridged: bool) -> Connection:
+        conn = Connection(transport="stdio" if bridged else "http", bridged=bridged)
+        with self._lock:
+            self.sessions[conn.id] = conn
+        return conn
+
+    def end_session(self, conn_id: str, why: str) -> bool:
+        """DELETE, idle expiry or a failed initialize: the peer detaches; its episode is not closed."""
+        with self._lock:
+            conn = self.sessions.pop(conn_id, None)
+        if conn is None:
+            return False
+        self._leave(conn)
+        self.check_lifetime()
+        return True
+
+    def _leave(self, conn: Connection) -> None:
+        if conn.peer is not None:
+            self.board.detach(conn.peer)
+            self.peers.remove(conn.peer)
+
+    def own_client_left(self) -> None:
+        """Stdio EOF (or a broken stdout): the own client's episode detaches."""
+        if self.own is not None and not self.own_left:
+            self.own_left = True
+            self._leave(self.own)
+            if self.live_peers() and self.url:
+                log(f"this stdio client left; serving until the last peer leaves ({self.live_peers()} left)")
+            self.check_lifetime()
+
+    def live_peers(self) -> int:
+        return len(self.peers)
+
+    def check_lifetime(self) -> None:
+        """The server lives while its own client or any peer is attached."""
+        if self.own is not None and self.own_left and self.live_peers() == 0 and not self.stopping:
+            self.request_stop()
+
+    def request_stop(self) -> None:
+        if self.on_stop is not None:
+            self.on_stop()
+
+    # -- the reaper ------------------------------------------------------------------------------
+
+    def _reaper(self) -> None:
+        while not self._stopped.wait(self.settings.tick_seconds):
+            try:
+                self.tick()
+            except Exception as exc:  # noqa: BLE001 - the reaper must keep running
+                log(f"the reaper failed once ({type(exc).__name__}: {exc})")
+
+    def tick(self) -> None:
+        """Expire idle HTTP sessions and silent stateless peers, then close what the grace let go."""
+        now = time.monotonic()
+        with self._lock:
+            idle = [cid for cid, c in self.sessions.items() if now - c.last_seen > self.settings.http_idle_seconds]
+        for cid in idle:
+            self.end_session(cid, "idle")
+        for peer in self.peers.stale_handles(self.settings.stateless_ttl_seconds):
+            self.board.detach(peer.id)
+            self.peers.remove(peer.id)
+        if self.recovered.is_set():
+            for episode in self.board.reap():
+                log(f"episode of {episode['external_id']!r} detached past the grace: {episode['repository']}")
+        self.check_lifetime()
+
+    # -- words -----------------------------------------------------------------------------------
+
+    def instructions(self, peer_id: str | None) -> str:
+        where = (f"the shared MCP server of {self.layout.root} at {self.url} (Swagger UI: {self.url}/swagger)"
+                 if self.url else f"the MCP server of {self.layout.root}, serving this client alone")
+        lines = [f"majordomus: {where}."]
+        if peer_id is not None:
+            others = [p.label() for p in self.peers.all() if p.id != peer_id]
+            lines.append(f"You are peer {peer_id}. Other peers: {', '.join(others) if others else 'none'}.")
+        lines.append("Call majordomus_session_attach with a durable external_id for this sitting (your thread or "
+                     "conversation id): the repository then records the episode, and a reconnect resumes it. "
+                     "majordomus_session_detach ends it on purpose; majordomus_episodes lists the episodes; "
+                     "majordomus_announce says what you work on and answers overlaps with other peers.")
+        return " ".join(lines)
+
+    # -- stop ------------------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """The one cleanup path: lease removed, every episode detached (none closed), port closed."""
+        if self._shut:
+            return
+        self._shut = True
+        self.stopping = True
+        if self.lease is not None:
+            self.lease.release()
+        self._stopped.set()
+        self.recovered.wait(30)  # the start-up reap runs to its end even when the client left at once
+        self.board.close_all()
+        if self._http is not None:
+            self._http.stop()
+        if self.url:
+            log("shared server stopped")

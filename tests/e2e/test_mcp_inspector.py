@@ -1,0 +1,54 @@
+"""The MCP Inspector CLI (a client we did not write) lists and calls our tools over stdio and over HTTP.
+
+Skipped only where `npx` is absent; where it is present the Inspector must run (CI included).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_support import MAJORDOMUS_MCP, McpProcess, initialize
+
+NPX = shutil.which("npx")
+pytestmark = pytest.mark.skipif(NPX is None, reason="npx is not installed")
+# The tests point HOME into tmp_path; keep npm's cache where it survives between tests and runs.
+NPM_CACHE = os.environ.get("npm_config_cache") or str(Path(os.path.expanduser("~")) / ".npm")
+INSPECTOR = "@modelcontextprotocol/inspector"
+
+
+def inspector(*args: str, cwd: Path) -> Any:
+    done = subprocess.run([str(NPX), "-y", INSPECTOR, "--cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=240, env={**os.environ, "npm_config_cache": NPM_CACHE, "npm_config_update_notifier":
+                                            "false"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)
+
+
+def test_inspector_lists_and_calls_over_stdio(initialised_repo: Path) -> None:
+    tools = inspector(str(MAJORDOMUS_MCP), "--standalone", "--method", "tools/list", cwd=initialised_repo)
+    assert {t["name"] for t in tools["tools"]} >= {"majordomus_session_attach", "majordomus_episodes"}
+    result = inspector(str(MAJORDOMUS_MCP), "--standalone", "--method", "tools/call", "--tool-name",
+                       "majordomus_session_attach", "--tool-arg", "external_id=inspector-thread", cwd=initialised_repo)
+    assert result["isError"] is False
+    assert result["structuredContent"]["episode"]["external_id"] == "inspector-thread"
+
+
+def test_inspector_lists_and_calls_over_http(initialised_repo: Path) -> None:
+    # The Inspector's HTTP session may end without a DELETE: a short idle expiry lets the server stop after it.
+    with McpProcess(initialised_repo, "--http-port", "0", env={"MAJORDOMUS_HTTP_IDLE_SECONDS": "1"}) as server:
+        url = server.url()
+        server.request(initialize("holder"))
+        tools = inspector(f"{url}/mcp", "--transport", "http", "--method", "tools/list", cwd=initialised_repo)
+        assert "majordomus_peers" in {t["name"] for t in tools["tools"]}
+        result = inspector(f"{url}/mcp", "--transport", "http", "--method", "tools/call", "--tool-name",
+                           "majordomus_episodes", cwd=initialised_repo)
+        assert result["isError"] is False and result["structuredContent"]["open"] == 0
+        server.close_stdin()
+        assert server.wait() == 0
