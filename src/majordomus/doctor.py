@@ -175,9 +175,9 @@ def check_session_log(layout: Layout) -> list[Finding]:
 
 
 def _server_alive(pid: object) -> bool:
-    from majordomus.capture.recover import is_server_alive
+    from majordomus.identity import is_live_majordomus
 
-    return is_server_alive(pid)
+    return is_live_majordomus(pid)
 
 
 def check_episodes(layout: Layout) -> list[Finding]:

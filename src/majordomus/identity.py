@@ -265,5 +265,27 @@ def tree_state(root: Path, *, with_status: bool = True) -> TreeState:
     return TreeState(branch=branch, head=head, working_tree=working)
 
 
+def is_live_majordomus(pid: object) -> bool:
+    """A pid names a live majordomus process (a reused pid of another program does not count)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        cmdline = _read_bytes(f"/proc/{pid}/cmdline")
+    except OSError:
+        return True  # no /proc to ask: trust the signal
+    return b"majordomus" in cmdline
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
 def owner() -> str:
     return os.environ.get("USER") or os.environ.get("LOGNAME") or str(os.getuid())

@@ -5,32 +5,14 @@ Stdlib only: a hook's `start` runs this for its worktree.
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from pathlib import Path
 
 from majordomus.capture import store
 from majordomus.capture.session import close_episode, update_open
-from majordomus.identity import now_utc, parse_rfc3339, rfc3339, worktree_id
+from majordomus.identity import is_live_majordomus, now_utc, parse_rfc3339, rfc3339, worktree_id
 from majordomus.layout import Layout
 from majordomus.policy import cached_values
-
-
-def is_server_alive(pid: object) -> bool:
-    """A pid names a live majordomus process (a reused pid of another program does not count)."""
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return True  # no /proc to ask: trust the signal
-    return b"majordomus" in cmdline
 
 
 def recover(root: Path, *, dry_run: bool = False, hooks: bool = True, connections: bool = True) -> list[str]:
@@ -50,7 +32,7 @@ def recover(root: Path, *, dry_run: bool = False, hooks: bool = True, connection
         if not isinstance(ps, str):
             continue
         if f.get("provider") == "generic":
-            if not connections or is_server_alive(f.get("held_by")):
+            if not connections or is_live_majordomus(f.get("held_by")):
                 continue
             detached = parse_rfc3339(str(f.get("detached_at")))
             if detached is None:

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from majordomus import __version__
-from majordomus.identity import now_utc, rfc3339
+from majordomus.identity import is_live_majordomus, now_utc, rfc3339
 from majordomus.layout import Layout, create_exclusive, ensure_dir, file_lock, write_atomic
 
 SCHEMA = "majordomus-mcp-lease/v1"
@@ -108,16 +108,6 @@ def parse_lease(raw: bytes) -> Lease | str:
         return "corrupt lease"
 
 
-def is_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def probe(lease: Lease, timeout: float = PROBE_TIMEOUT_SECONDS) -> bool:
     """Does the server at the lease's URL answer, and is it the one that wrote this lease?"""
     if lease.url is None:
@@ -174,7 +164,7 @@ class LeaseFile:
                 took_over = self._take_over(raw, current, "it is not a lease this version can read"
                                             if current == "corrupt lease" else "the file is empty")
                 continue
-            if not is_alive(current.pid):
+            if not is_live_majordomus(current.pid):
                 took_over = self._take_over(raw, "stale lease", f"its server, pid {current.pid}, is gone")
                 continue
             if current.url is None:
