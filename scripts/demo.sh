@@ -41,6 +41,18 @@ cat .ai/local/prompts/*.json
 say "majordomus capture reconcile --dry-run"
 majordomus capture reconcile --dry-run
 
+say "an MCP client with no hooks: four frames into majordomus-mcp (SPEC 9)"
+printf '%s\n' \
+'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"anything","version":"0"}}}' \
+'{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"majordomus_session_attach","arguments":{"external_id":"my-thread"}}}' \
+'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"majordomus_session_detach","arguments":{}}}' \
+  | majordomus-mcp --http-port 0 2>/dev/null \
+  | python3 -c 'import json,sys
+for line in sys.stdin:
+    ep = json.loads(line).get("result", {}).get("structuredContent", {}).get("episode")
+    if ep: print(ep["repository"])'
+
 say "majordomus capture status"
 majordomus capture status || true
 say "majordomus doctor"
