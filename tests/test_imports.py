@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 HEAVY = ("yaml", "starlette", "uvicorn", "anyio", "pydantic", "httpx", "mcp", "h11", "click", "asyncio",
-         "subprocess", "dataclasses", "typing", "hashlib")  # the last four cost a hook ~15 ms; see values.py
+         "subprocess", "dataclasses", "typing", "hashlib", "contextlib", "importlib")  # these cost a hook ~17 ms
 
 PROBE = """
 import sys, io
@@ -35,3 +35,17 @@ def test_capture_session_start_and_end_import_nothing_heavy(initialised_repo: Pa
         heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
         assert heavy == [], (event, heavy)
         assert not any(m.startswith("majordomus.mcp") or m.startswith("majordomus.capabilities") for m in loaded)
+
+
+def test_capture_prompt_imports_nothing_heavy_open_or_orphan(initialised_repo: Path) -> None:
+    modules_after(initialised_repo, json.dumps({"session_id": "imp-p", "source": "startup"}), "capture", "session",
+                  "--provider", "claude-code", "--event", "start")
+    for session in ("imp-p", "no-such-episode"):
+        payload = {"session_id": session, "prompt_id": f"id-{session}",
+                   "prompt": "rotate the api_key = 'Zx81kd02kdkLLqw0ss9' in the vault, then run the tests"}
+        loaded = modules_after(initialised_repo, json.dumps(payload), "capture", "prompt", "--provider", "claude-code")
+        heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
+        assert heavy == [], (session, heavy)
+    records = sorted((initialised_repo / ".ai/local/prompts").glob("*.json"))
+    assert len(records) == 2  # the probe really archived both, redacted
+    assert all("Zx81kd02kdkLLqw0ss9" not in r.read_text() for r in records)

@@ -5,11 +5,9 @@ Stdlib only: the hook path imports this.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 from majordomus.errors import InternalError, MissingError, RefusedError
@@ -146,8 +144,7 @@ def write_atomic(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> None:
         os.fsync(fd)
     except BaseException:
         os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        _unlink_quietly(tmp)
         raise
     os.close(fd)
     os.replace(tmp, path)
@@ -163,8 +160,7 @@ def create_exclusive(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> bool:
     except FileExistsError:
         return False
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        _unlink_quietly(tmp)
 
 
 def append_line(path: Path, line: str, mode: int = PRIVATE_FILE) -> None:
@@ -179,16 +175,34 @@ def append_line(path: Path, line: str, mode: int = PRIVATE_FILE) -> None:
         os.close(fd)
 
 
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock held for a read-modify-write; released when the process dies."""
+class file_lock:  # noqa: N801 - used like a function: `with file_lock(path):`
+    """An exclusive advisory lock held for a read-modify-write; released when the process dies.
+
+    A class rather than `contextlib.contextmanager`: the hook path does not import contextlib.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        try:
+            self.path.parent.mkdir(exist_ok=True)  # the locks directory only: a missing layer is never created here
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE)
+        except OSError as exc:
+            raise InternalError(f"cannot take the lock {self.path.name}: {exc.strerror}") from exc
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+
+def _unlink_quietly(path: Path) -> None:
     try:
-        path.parent.mkdir(exist_ok=True)  # the locks directory only: a missing layer is never created here
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE)
-    except OSError as exc:
-        raise InternalError(f"cannot take the lock {path.name}: {exc.strerror}") from exc
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+        os.unlink(path)
+    except OSError:
+        pass
