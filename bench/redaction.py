@@ -98,7 +98,12 @@ def seconds_per_mb(text: str, repeat: int = 3) -> float:
 def main() -> None:
     started = time.perf_counter()
     rules = load_rules()
-    print(f"table: {len(rules)} rules, loaded and compiled in {(time.perf_counter() - started) * 1000:.1f} ms")
+    read = time.perf_counter() - started
+    compiled = time.perf_counter()
+    for rule in rules:
+        rule.pattern  # noqa: B018 - compile each once, as the first text that needs it would
+    print(f"table: {len(rules)} rules, read in {read * 1000:.1f} ms; compiling all of them takes "
+          f"{(time.perf_counter() - compiled) * 1000:.1f} ms (a prompt compiles only the rules its hints call for)")
 
     prose = build_prose(4 * MB)
     redacted, names = redact(prose)
