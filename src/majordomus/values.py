@@ -52,5 +52,5 @@ def value(cls: type[T]) -> type[T]:
 
     for func in (__init__, __setattr__, __eq__, __hash__, __repr__):
         setattr(cls, func.__name__, func)
-    cls.__match_args__ = names  # type: ignore[attr-defined]
+    setattr(cls, "__match_args__", names)
     return cls

@@ -99,9 +99,9 @@ def _check_toml_edit(before: dict[str, Any], new_text: str, mcp: Path, rel: str)
     ours = {("mcp_servers", "majordomus", "command"), ("features", "codex_hooks")}
 
     def strip(doc: dict[str, Any]) -> dict[str, Any]:
-        copy = json.loads(json.dumps(doc, default=str))
+        copy: dict[str, Any] = json.loads(json.dumps(doc, default=str))
         for path in ours:
-            node = copy
+            node: Any = copy
             for part in path[:-1]:
                 node = node.get(part) if isinstance(node, dict) else None
             if isinstance(node, dict):

@@ -15,15 +15,11 @@ from majordomus.capture import record as rec
 from majordomus.capture import store
 from majordomus.capture.render import write_renderings
 from majordomus.errors import InternalError, MajordomusError, MissingError
-from majordomus.identity import head_state, now_utc, repository_id, rfc3339, worktree_id
+from majordomus.identity import head_state, now_utc, repository_id, rfc3339, sha256, worktree_id
 from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock
 from majordomus.providers import get_provider
 from majordomus.values import value
 
-try:  # the builtin module: hashlib would load OpenSSL on every prompt
-    from _sha256 import sha256
-except ImportError:  # pragma: no cover - other builds
-    from hashlib import sha256
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -171,7 +171,7 @@ def rows(root: Path) -> list[Row]:
             if aspect == "session" and p.offers.get("episode") == "connection":
                 out.append(_connection_row(root, p, pending, index))
             else:
-                out.append(_hook_row(root, p, aspect, pending, index))  # type: ignore[arg-type]
+                out.append(_hook_row(root, p, aspect, pending, index))
     for index, test in pending:
         ok, why = test.passed()
         row = out[index]
