@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from majordomus.capture.session import run_session, set_connection_state
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import Layout
 
@@ -45,10 +46,6 @@ class CaptureDriver:
         if not Layout(self.root).is_initialised():  # serving must never create .ai/ in someone's tree
             return f"no episode was recorded: {self.root} has no majordomus layer; run majordomus init"
         try:
-            from majordomus.capture.session import run_session
-        except ImportError as exc:  # the one writer is missing: say so instead of writing our own
-            return f"no episode was recorded: capture session is not available here ({exc})"
-        try:
             report = run_session(self.root, "generic", event, json.dumps(payload).encode())
         except Exception as exc:  # noqa: BLE001 - the failure sentence is what `repository` says
             return f"no episode was recorded: capture session --event {event} failed: {exc}"
@@ -64,13 +61,7 @@ class CaptureDriver:
         return self._run("end", {"session_id": external_id, "reason": reason})
 
     def mark(self, external_id: str, *, held: bool) -> None:
-        if not Layout(self.root).is_initialised():
-            return
-        try:
-            from majordomus.capture.session import set_connection_state
-        except ImportError:
-            return
-        try:
+        try:  # set_connection_state writes nothing where there is no layer
             if held:
                 set_connection_state(self.root, external_id, held_by=os.getpid(), detached_at=None)
             else:
