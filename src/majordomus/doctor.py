@@ -285,11 +285,9 @@ CHECKS: tuple[Check, ...] = (check_dirs, check_ignored, check_policy, check_prov
 
 
 def archive_findings(layout: Layout) -> list[Finding]:
-    """The prompt archive's own findings (SPEC 5.7), from the module that owns the archive, once it exists."""
-    try:
-        from majordomus.capture.archive_findings import findings
-    except ImportError:
-        return []
+    """The prompt archive's own findings (SPEC 5.7), from the module that owns the archive."""
+    from majordomus.capture.archive_findings import findings
+
     return list(findings(layout))
 
 
