@@ -23,6 +23,22 @@ NPM_CACHE = os.environ.get("npm_config_cache") or str(Path(os.path.expanduser("~
 INSPECTOR = "@modelcontextprotocol/inspector"
 
 
+NETWORK_TROUBLE = ("ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ECONNREFUSED", "ECONNRESET", "network")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def registry_reachable() -> None:
+    """The Inspector comes from the npm registry. If the registry cannot be reached at all, that is the
+    network, not our server: skip and say so. Any other failure below fails the test."""
+    try:
+        done = subprocess.run(["npm", "view", INSPECTOR, "version"], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "npm_config_cache": NPM_CACHE, "npm_config_update_notifier": "false"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"the npm registry did not answer ({exc}); the Inspector cannot be fetched here")
+    if done.returncode != 0 and any(word in done.stderr for word in NETWORK_TROUBLE):
+        pytest.skip(f"the npm registry is unreachable: {done.stderr.strip().splitlines()[-1]}")
+
+
 def inspector(*args: str, cwd: Path) -> Any:
     done = subprocess.run([str(NPX), "-y", INSPECTOR, "--cli", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=240, env={**os.environ, "npm_config_cache": NPM_CACHE, "npm_config_update_notifier":
