@@ -13,6 +13,7 @@ from pathlib import Path
 
 from majordomus.capture import record as rec
 from majordomus.capture import store
+from majordomus.capture.payload import first_scalar
 from majordomus.capture.render import write_renderings
 from majordomus.errors import InternalError, MajordomusError, MissingError
 from majordomus.identity import head_state, now_utc, repository_id, rfc3339, sha256, worktree_id
@@ -91,17 +92,6 @@ def _text(data: dict[str, Any], row: PromptRow) -> str:
     raise Malformed(f"the payload has none of the text keys ({', '.join(row.text_keys)}); keys: {_keys(data)}")
 
 
-def _scalar(data: dict[str, Any], keys: tuple[str, ...]) -> str | None:
-    """The first of `keys` holding a non-blank string or a number; anything else counts as absent."""
-    for key in keys:
-        value = data.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
-    return None
-
-
 def is_injected(text: str) -> bool:
     return text.lstrip().startswith(INJECTED_MARKERS)
 
@@ -169,7 +159,7 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
     except Malformed as exc:
         log(layout, provider_name, f"{exc}; not archived")
         return CaptureReport(0, f"capture prompt: {exc}; not archived (see {rel}/.capture.log)")
-    source = _scalar(data, row.source_keys)
+    source = first_scalar(data, row.source_keys)
     if source is not None and row.person_sources and source not in row.person_sources:
         return CaptureReport(0, "capture prompt: the payload's source is not the person; not archived")
     if is_injected(text):
@@ -178,14 +168,14 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
     from majordomus.capture.redact import redact
 
     if dry_run:  # the status self-test: the real path up to here, and nothing written
-        who = _scalar(data, row.session_keys)
+        who = first_scalar(data, row.session_keys)
         return CaptureReport(0, f"capture prompt: would archive a prompt for {provider_name} "
                                 f"(provider session {who})" if who else
                                 f"capture prompt: would archive a prompt for {provider_name} (orphan: no provider session)")
 
     text, fired = redact(text)  # before the slug, the record, the renderings or any log line exist
-    prompt_id = _scalar(data, row.id_keys)
-    provider_session = _scalar(data, row.session_keys)
+    prompt_id = first_scalar(data, row.id_keys)
+    provider_session = first_scalar(data, row.session_keys)
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
     moment = now_utc()
     opened = store.read_open(layout, provider_session) if provider_session is not None else None

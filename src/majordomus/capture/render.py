@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from majordomus.capture import record as rec
+from majordomus.capture.store import yaml_scalar
 from majordomus.errors import RefusedError
 from majordomus.layout import PRIVATE_DIR, PRIVATE_FILE, Layout, write_atomic
 
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 # U+2029). ASCII text is checked with a small class; the full one (1 ms to compile) only when it is needed.
 _ASCII_ODD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ODD = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]"
-_ESCAPE = "[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]"  # JSON escapes the C0 set itself
 
 
 def _has_odd(text: str) -> bool:
@@ -38,18 +38,6 @@ def _has_odd(text: str) -> bool:
 
 _BACKTICKS = re.compile("`+")
 STALE_TEMP_SECONDS = 600  # a capture's temp file older than this belongs to a process that died
-
-
-def yaml_scalar(value: Any) -> str:
-    """A YAML scalar that reads back as the same value: JSON's spelling (null, numbers, double quotes).
-
-    JSON leaves a few characters raw that YAML refuses (C1 controls, U+FFFE) or folds as line breaks
-    (NEL, U+2028, U+2029): those become `\\uXXXX` escapes, which both languages read the same way.
-    """
-    text = json.dumps(value, ensure_ascii=False)
-    if not isinstance(value, str) or (value.isascii() and "\x7f" not in value):
-        return text
-    return re.sub(_ESCAPE, lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _is_block_safe(text: str) -> bool:

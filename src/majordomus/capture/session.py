@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 from majordomus import ledger
 from majordomus.capture import store
+from majordomus.capture.payload import first_scalar
 from majordomus.errors import MajordomusError, MissingError, UsageError
 from majordomus.identity import (compact_stamp, head_state, name_key, new_episode_id, now_utc, owner, repository_id, rfc3339,
                                  run_bounded, session_key, tree_state, worktree_id)
@@ -57,16 +58,6 @@ def admit(provider_name: str, event: str) -> tuple[Provider, SessionRow]:
     return provider, row
 
 
-def _first_text(payload: dict[str, Any], keys: tuple[str, ...]) -> str | None:
-    for key in keys:
-        value = payload.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
-    return None
-
-
 def read_payload(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     """The payload object, or None and a sentence about its shape (never its values)."""
     if not raw.strip():
@@ -101,8 +92,8 @@ def run_session(root: Path, provider: str, event: str, payload: bytes, *, dry_ru
     if data is None:
         log_failure(layout, f"{where}: {problem}; nothing recorded")
         return SessionReport(0, f"capture session: {problem}; nothing recorded (see {_rel(layout, layout.context_log)})")
-    boundary = Boundary(prov, event, _first_text(data, row.session_keys), _first_text(data, row.source_keys),
-                        _first_text(data, row.reason_keys))
+    boundary = Boundary(prov, event, first_scalar(data, row.session_keys), first_scalar(data, row.source_keys),
+                        first_scalar(data, row.reason_keys))
     if boundary.provider_session is None:
         keys = ", ".join(sorted(data)) or "none"
         log_failure(layout, f"{where}: the payload names no provider session (keys: {keys}); nothing recorded")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 TYPE_CHECKING = False
@@ -23,8 +24,19 @@ OPEN_FIELDS = ("session_id", "started_at", "provider", "provider_session", "owne
                "compactions", "held_by", "detached_at")
 
 
+_ESCAPE = "[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]"  # JSON escapes the C0 set itself
+
+
 def yaml_scalar(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """A YAML scalar that reads back as the same value: JSON's spelling (null, numbers, double quotes).
+
+    JSON leaves a few characters raw that YAML refuses (C1 controls, U+FFFE) or folds as line breaks
+    (NEL, U+2028, U+2029): those become `\\uXXXX` escapes, which both languages read the same way.
+    """
+    text = json.dumps(value, ensure_ascii=False)
+    if not isinstance(value, str) or (value.isascii() and "\x7f" not in value):
+        return text
+    return re.sub(_ESCAPE, lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def yaml_lines(fields: Iterable[tuple[str, Any]]) -> list[str]:
