@@ -22,9 +22,9 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from majordomus.capture import record as rec
-from majordomus.capture import store
-from majordomus.capture.render import render_md, render_yaml
+from majordomus.archive import record as rec
+from majordomus.episodes import store
+from majordomus.archive.render import render_md, render_yaml
 from majordomus.identity import rfc3339, worktree_id
 from majordomus.layout import Layout
 
@@ -126,10 +126,10 @@ def synthesize(root: Path, count: int) -> Layout:
 
 
 def operations(layout: Layout) -> dict[str, float]:
-    from majordomus.capture.archive_findings import findings
-    from majordomus.capture.prune import prune
-    from majordomus.capture.reconcile import reconcile
-    from majordomus.capture.render import render_all, repair_modes
+    from majordomus.archive.findings import findings
+    from majordomus.archive.prune import prune
+    from majordomus.archive.reconcile import reconcile
+    from majordomus.archive.render import render_all, repair_modes
 
     now = BASE + timedelta(days=200)
     out: dict[str, float] = {}
@@ -169,7 +169,7 @@ def archives(tmp: Path, sizes: list[int]) -> None:
 
 
 def redaction() -> None:
-    from majordomus.capture.redact import redact
+    from majordomus.archive.redact import redact
 
     prose = ("The parser keeps a small table of token kinds; when a line ends in a backslash the next line "
              "continues it. Please refactor it, keep the tests green, and explain the change in plain words.\n")

@@ -129,7 +129,7 @@ def check_policy(layout: Layout) -> list[Finding]:
 
 
 def check_providers(layout: Layout) -> list[Finding]:
-    from majordomus import providers
+    from majordomus.clients import providers
 
     subject = "providers.yaml"
     try:
@@ -138,7 +138,7 @@ def check_providers(layout: Layout) -> list[Finding]:
         return [Finding("FAIL", "providers", subject, f"the shipped providers.json cannot be read ({exc}); "
                                                       "no client can be admitted",
                         "pip install --force-reinstall majordomus")]
-    found = [Finding("FAIL", "providers", subject, problem, "python -m majordomus.providers --check")
+    found = [Finding("FAIL", "providers", subject, problem, "python -m majordomus.clients.providers --check")
              for problem in providers.problems(raw)]
     if providers.YAML_PATH.exists():
         try:
@@ -148,7 +148,7 @@ def check_providers(layout: Layout) -> list[Finding]:
         if stale:
             found.append(Finding("FAIL", "providers", "providers.json", "differs from providers.yaml; the hook path "
                                                                         "reads a stale declaration",
-                                 "python -m majordomus.providers --write-json"))
+                                 "python -m majordomus.clients.providers --write-json"))
     if not found:
         count = len(raw.get("providers") or {})
         found.append(Finding("OK", "providers", subject, f"{count} providers declared, every offer with its evidence"))
@@ -181,8 +181,8 @@ def _server_alive(pid: object) -> bool:
 
 
 def check_episodes(layout: Layout) -> list[Finding]:
-    from majordomus.capture import store
-    from majordomus.capture.session import context_path
+    from majordomus.episodes import store
+    from majordomus.episodes.boundary import context_path
 
     policy, _ = _policy(layout)
     values: dict[str, int] = policy.values if policy is not None else dict(DEFAULTS)
@@ -286,7 +286,7 @@ CHECKS: tuple[Check, ...] = (check_dirs, check_ignored, check_policy, check_prov
 
 def archive_findings(layout: Layout) -> list[Finding]:
     """The prompt archive's own findings (SPEC 5.7), from the module that owns the archive."""
-    from majordomus.capture.archive_findings import findings
+    from majordomus.archive.findings import findings
 
     return list(findings(layout))
 

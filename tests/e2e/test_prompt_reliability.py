@@ -13,12 +13,12 @@ from pathlib import Path
 
 import yaml
 
-from majordomus.capture import record as rec
-from majordomus.capture.redact import redact
+from majordomus.archive import record as rec
+from majordomus.archive.redact import redact
 from support import MAJORDOMUS, open_files
 
 PROMPTS = Path(".ai/local/prompts")
-CORPUS = Path(__file__).parents[1] / "capture" / "redaction_corpus.tsv"
+CORPUS = Path(__file__).parents[1] / "archive" / "redaction_corpus.tsv"
 
 # One worker process: 50 captures through the CLI entry point, one after another, each a full hook run.
 WORKER = """

@@ -10,7 +10,7 @@ import pytest
 
 from majordomus.capabilities.peers import PeerBoard
 from majordomus.capabilities.registry import Registry, Services, default_registry
-from majordomus.episodes import Board
+from majordomus.episodes.board import Board
 from majordomus.mcp.core import Connection, Core, parse
 from majordomus.mcp.stdio import TOO_LARGE, read_frames
 

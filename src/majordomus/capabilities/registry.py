@@ -15,7 +15,7 @@ from majordomus.errors import ContractError
 
 if TYPE_CHECKING:
     from majordomus.capabilities.peers import PeerBoard
-    from majordomus.episodes import Board
+    from majordomus.episodes.board import Board
 
 Kind = Literal["query", "command"]
 Effect = Literal["read", "process_state", "repository_mutation"]

@@ -17,7 +17,7 @@ from typing import Any
 from majordomus import __version__
 from majordomus.capabilities.peers import PeerBoard
 from majordomus.capabilities.registry import Registry, Services, default_registry
-from majordomus.episodes import Board, CaptureDriver, CloseReason
+from majordomus.episodes.board import Board, CaptureDriver, CloseReason
 from majordomus.layout import Layout
 from majordomus.mcp.core import Connection, Core
 from majordomus.mcp.lease import LeaseFile
@@ -117,7 +117,7 @@ class Runtime:
 
     def _recover(self) -> None:
         try:
-            from majordomus.capture.recover import recover
+            from majordomus.episodes.recover import recover
 
             for line in recover(self.layout.root, hooks=False):
                 log(line)

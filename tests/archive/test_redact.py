@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import majordomus.capture.redact as redact_module
-from majordomus.capture.redact import Rule, load_rules, redact
+import majordomus.archive.redact as redact_module
+from majordomus.archive.redact import Rule, load_rules, redact
 
 SRC = Path(redact_module.__file__).resolve().parents[2]
 CORPUS = Path(__file__).with_name("redaction_corpus.tsv")
@@ -101,7 +101,7 @@ def test_importing_the_module_compiles_nothing_and_imports_only_the_stdlib() -> 
         "import sys\n"
         f"sys.path.insert(0, {str(SRC)!r})\n"
         "before = set(sys.modules)\n"
-        "import majordomus.capture.redact as r\n"
+        "import majordomus.archive.redact as r\n"
         "roots = {m.split('.')[0] for m in set(sys.modules) - before}\n"
         "foreign = roots - set(sys.stdlib_module_names) - {'majordomus'}\n"
         "assert not foreign, foreign\n"
@@ -320,7 +320,7 @@ ADVERSARIAL = {
 CHILD = """
 import sys
 sys.path.insert(0, {src!r})
-from majordomus.capture.redact import redact
+from majordomus.archive.redact import redact
 redact({expression})
 """
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from majordomus.capture import store
-from majordomus.capture.session import close_episode, update_open
+from majordomus.episodes import store
+from majordomus.episodes.boundary import close_episode, update_open
 from majordomus.identity import is_live_majordomus, now_utc, parse_rfc3339, rfc3339, worktree_id
 from majordomus.layout import Layout
 from majordomus.policy import cached_values

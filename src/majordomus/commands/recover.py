@@ -13,7 +13,7 @@ def command(ctx: Context, argv: list[str]) -> int:
     args = p.parse_args(argv)
     layout = Layout(ctx.root)
     layout.require()
-    from majordomus.capture.recover import recover
+    from majordomus.episodes.recover import recover
 
     lines = recover(layout.root, dry_run=args.dry_run)
     prefix = "capture recover --dry-run: " if args.dry_run else ""

@@ -1,7 +1,7 @@
 """The providers declaration: offers, evidence, and the adapter rows that read each client's payloads.
 
 The hook path reads `providers.json` (stdlib json); `providers.yaml` beside it is the source a person
-edits, and `python -m majordomus.providers --write-json` regenerates the JSON. A test holds them equal.
+edits, and `python -m majordomus.clients.providers --write-json` regenerates the JSON. A test holds them equal.
 """
 
 from __future__ import annotations
@@ -158,9 +158,9 @@ def main(argv: list[str]) -> int:
             print(f"majordomus: {source.name}: {line}", file=sys.stderr)
         stale = len(argv) == 1 and JSON_PATH.read_text(encoding="utf-8") != yaml_to_json_text()
         if stale:
-            print("majordomus: providers.json is stale; run python -m majordomus.providers --write-json", file=sys.stderr)
+            print("majordomus: providers.json is stale; run python -m majordomus.clients.providers --write-json", file=sys.stderr)
         return 10 if found or stale else 0
-    print("usage: python -m majordomus.providers --write-json | --check [providers.yaml]", file=sys.stderr)
+    print("usage: python -m majordomus.clients.providers --write-json | --check [providers.yaml]", file=sys.stderr)
     return 2
 
 

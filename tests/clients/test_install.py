@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from majordomus.providers import Provider, get_provider
+from majordomus.clients.providers import Provider, get_provider
 from support import MAJORDOMUS, MAJORDOMUS_MCP, open_files, records
 
 CLIENTS = ("claude-code", "codex", "gemini", "cursor", "copilot")

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from majordomus import ledger
-from majordomus.capture import record as rec
-from majordomus.capture import store
-from majordomus.capture.archive import Entry, has_archive, lock_archive, rewrite, scan
+from majordomus.archive import record as rec
+from majordomus.episodes import store
+from majordomus.archive.scan import Entry, has_archive, lock_archive, rewrite, scan
 from majordomus.identity import now_utc, parse_rfc3339, repository_id, worktree_id
 from majordomus.layout import Layout
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from majordomus.capture import record as rec
-from majordomus.capture import store
-from majordomus.capture.reconcile import reconcile
+from majordomus.archive import record as rec
+from majordomus.episodes import store
+from majordomus.archive.reconcile import reconcile
 from majordomus.identity import rfc3339, session_key, worktree_id
 from majordomus.layout import Layout
 
@@ -201,7 +201,7 @@ def test_records_it_cannot_account_for_are_untouched_and_counted(tmp_path: Path)
 
 
 def test_the_sentences_are_exact() -> None:
-    from majordomus.capture.reconcile import Result
+    from majordomus.archive.reconcile import Result
 
     r = Result(records=5, linked=1, already=2, unlinked=2)
     assert r.sentence(True) == ("reconcile --dry-run: 5 record(s); 1 would be linked, 2 already linked, "

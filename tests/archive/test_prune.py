@@ -7,9 +7,9 @@ import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from majordomus.capture import record as rec
-from majordomus.capture.prune import Bounds, plan, prune, sentence
-from majordomus.capture.archive import scan
+from majordomus.archive import record as rec
+from majordomus.archive.prune import Bounds, plan, prune, sentence
+from majordomus.archive.scan import scan
 from majordomus.layout import Layout
 
 NOW = datetime(2026, 12, 2, 8, 0, 0, tzinfo=timezone.utc)
@@ -36,7 +36,7 @@ def policy(layout: Layout, days: int, cap: int) -> None:
 def test_age_goes_first_then_the_oldest_bodies_until_the_rest_fit_the_cap() -> None:
     layout = Layout(Path("/nonexistent"))
     entries = []
-    from majordomus.capture.archive import Entry
+    from majordomus.archive.scan import Entry
 
     for n, (days, size) in enumerate([(40, 10), (20, 10), (10, 10), (5, 10), (1, 10)]):
         stamp = (NOW - timedelta(days=days)).strftime("%Y%m%d%H%M%S")

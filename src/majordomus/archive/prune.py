@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from majordomus import ledger
-from majordomus.capture import record as rec
-from majordomus.capture.archive import Entry, has_archive, lock_archive, rewrite, scan
+from majordomus.archive import record as rec
+from majordomus.archive.scan import Entry, has_archive, lock_archive, rewrite, scan
 from majordomus.errors import ContractError
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import Layout

@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from majordomus.capture.install import (CLIENTS, WantedHook, find_executable, hook_commands, is_ours,
+from majordomus.clients.install import (CLIENTS, WantedHook, find_executable, hook_commands, is_ours,
                                         read_json_config, split_command, wanted_hooks)
 from majordomus.cli import Context, parser
 from majordomus.errors import RefusedError
-from majordomus.providers import Provider, load_providers
+from majordomus.clients.providers import Provider, load_providers
 
 SCHEMA = "majordomus.capture-status/v1"
 SELFTEST_SECONDS = 10.0

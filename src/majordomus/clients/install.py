@@ -20,8 +20,8 @@ from typing import Any, Literal
 from majordomus.cli import Context, parser
 from majordomus.errors import MissingError, RefusedError
 from majordomus.layout import write_atomic
-from majordomus.capture.install_toml import merge_codex_toml
-from majordomus.providers import Provider, get_provider, load_providers
+from majordomus.clients.install_toml import merge_codex_toml
+from majordomus.clients.providers import Provider, get_provider, load_providers
 
 CONFIG_DIR_MODE = 0o755
 CONFIG_FILE_MODE = 0o644

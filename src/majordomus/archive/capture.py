@@ -11,14 +11,14 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from majordomus.capture import record as rec
-from majordomus.capture import store
-from majordomus.capture.payload import first_scalar
-from majordomus.capture.render import write_renderings
+from majordomus.archive import record as rec
+from majordomus.episodes import store
+from majordomus.clients.payload import first_scalar
+from majordomus.archive.render import write_renderings
 from majordomus.errors import InternalError, MajordomusError, MissingError
 from majordomus.identity import head_state, now_utc, repository_id, rfc3339, sha256, worktree_id
 from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock
-from majordomus.providers import get_provider
+from majordomus.clients.providers import get_provider
 from majordomus.values import value
 
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from majordomus.cli import Context
-    from majordomus.providers import PromptRow
+    from majordomus.clients.providers import PromptRow
 
 MAX_PAYLOAD = 10 * 1024 * 1024  # a prompt hook's payload is small; past this it is logged, not parsed
 
@@ -52,7 +52,7 @@ class Malformed(Exception):
 
 def _keys(data: dict[str, Any]) -> str:
     """The payload's key names for the log: capped, and redacted too (a key can be anything a client sends)."""
-    from majordomus.capture.redact import redact
+    from majordomus.archive.redact import redact
 
     # redacted whole before it is cut (a cut credential no longer matches its shape), then escaped (a key
     # holding a line feed must not break the log line) and capped
@@ -165,7 +165,7 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
     if is_injected(text):
         return CaptureReport(0, "capture prompt: an injected message, not the person's prompt; not archived")
 
-    from majordomus.capture.redact import redact
+    from majordomus.archive.redact import redact
 
     if dry_run:  # the status self-test: the real path up to here, and nothing written
         who = first_scalar(data, row.session_keys)
@@ -213,7 +213,7 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
     except (OSError, MajordomusError):
         log(layout, provider_name, "a rendering could not be written; the record is safe (run majordomus capture render)")
     if opened and provider_session is not None:
-        from majordomus.capture.session import touch_activity
+        from majordomus.episodes.boundary import touch_activity
 
         try:
             touch_activity(layout, provider_session)

@@ -9,7 +9,7 @@ import pytest
 from majordomus.capabilities import episodes as caps
 from majordomus.capabilities.peers import PeerBoard
 from majordomus.capabilities.registry import Caller, Refusal, Services
-from majordomus.episodes import Board
+from majordomus.episodes.board import Board
 
 
 @dataclass

@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from majordomus.capture import record as rec
-from majordomus.capture.store import yaml_scalar
+from majordomus.archive import record as rec
+from majordomus.episodes.store import yaml_scalar
 from majordomus.errors import RefusedError
 from majordomus.layout import PRIVATE_DIR, PRIVATE_FILE, Layout, write_atomic
 
@@ -213,7 +213,7 @@ def render_all(layout: Layout, *, force: bool = False) -> tuple[int, int, list[s
 
 
 def command(ctx: Context, argv: list[str]) -> int:
-    from majordomus.capture.archive import has_archive, lock_archive
+    from majordomus.archive.scan import has_archive, lock_archive
     from majordomus.cli import parser
 
     p = parser("capture render", "Repair the prompt archive's modes over the whole directory and (re)write "

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from majordomus.capture import record as rec
+from majordomus.archive import record as rec
 
 
 @given(st.text(), st.one_of(st.none(), st.text()))

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from majordomus.providers import load_providers
+from majordomus.clients.providers import load_providers
 
 STATES = {"unsupported", "unadapted", "unconfigured", "named", "wired", "verified"}
 

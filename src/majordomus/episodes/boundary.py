@@ -14,13 +14,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 from majordomus import ledger
-from majordomus.capture import store
-from majordomus.capture.payload import first_scalar
+from majordomus.episodes import store
+from majordomus.clients.payload import first_scalar
 from majordomus.errors import MajordomusError, MissingError, UsageError
 from majordomus.identity import (compact_stamp, head_state, name_key, new_episode_id, now_utc, owner, repository_id, rfc3339,
                                  run_bounded, session_key, tree_state, worktree_id)
 from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock, write_atomic
-from majordomus.providers import Provider, SessionRow, get_provider
+from majordomus.clients.providers import Provider, SessionRow, get_provider
 from majordomus.values import value
 
 EVENTS = ("start", "end", "compact")
@@ -165,7 +165,7 @@ def _recover_others(layout: Layout, key: str) -> None:
     try:
         if not any(e.key != key for e in store.open_episodes(layout)):
             return
-        from majordomus.capture.recover import recover
+        from majordomus.episodes.recover import recover
 
         recover(layout.root)
     except (OSError, MajordomusError) as exc:

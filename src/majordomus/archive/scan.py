@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from majordomus.capture import record as rec
-from majordomus.capture.render import write_renderings
+from majordomus.archive import record as rec
+from majordomus.archive.render import write_renderings
 from majordomus.layout import PRIVATE_FILE, Layout, file_lock, write_atomic
 
 

@@ -6,7 +6,7 @@ import os
 import sys
 
 from majordomus.cli import Context, parser
-from majordomus.capture.session import EVENTS, run_session
+from majordomus.episodes.boundary import EVENTS, run_session
 
 PAYLOAD_LIMIT = 16 * 1024 * 1024  # a hook payload is small; past this we stop reading, not crash
 

@@ -10,8 +10,8 @@ import os
 import stat
 from datetime import timedelta
 
-from majordomus.capture import record as rec
-from majordomus.capture.archive import Entry, scan
+from majordomus.archive import record as rec
+from majordomus.archive.scan import Entry, scan
 from majordomus.errors import ContractError
 from majordomus.findings import Finding
 from majordomus.identity import now_utc
@@ -94,7 +94,7 @@ def _provenance(entries: list[Entry], rel: str) -> list[Finding]:
 
 
 def _retention(layout: Layout, entries: list[Entry]) -> list[Finding]:
-    from majordomus.capture.prune import age_key, bounds
+    from majordomus.archive.prune import age_key, bounds
 
     try:
         limits = bounds(layout)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from majordomus.capture.session import run_session, set_connection_state
+from majordomus.episodes.boundary import run_session, set_connection_state
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import Layout
 
@@ -37,7 +37,7 @@ class Driver(Protocol):
 
 
 class CaptureDriver:
-    """Calls `majordomus.capture.session` in this process; a failure becomes the sentence."""
+    """Calls `majordomus.episodes.boundary` in this process; a failure becomes the sentence."""
 
     def __init__(self, root: Path) -> None:
         self.root = root

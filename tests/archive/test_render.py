@@ -13,9 +13,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus.capture import record as rec
-from majordomus.capture.prune import tombstoned
-from majordomus.capture.render import fence, render_md, render_yaml
+from majordomus.archive import record as rec
+from majordomus.archive.prune import tombstoned
+from majordomus.archive.render import fence, render_md, render_yaml
 
 PROMPTS = Path(".ai/local/prompts")
 

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from majordomus.capture.session import run_session
+from majordomus.episodes.boundary import run_session
 
 
 def test_the_function_and_the_executable_agree(initialised_repo: Path, run_majordomus) -> None:
@@ -27,7 +27,7 @@ def test_the_function_and_the_executable_agree(initialised_repo: Path, run_major
 
 
 def test_the_boards_note_on_a_repository_without_a_layer_creates_nothing(git_repo: Path) -> None:
-    from majordomus.capture.session import set_connection_state
+    from majordomus.episodes.boundary import set_connection_state
 
     assert set_connection_state(git_repo, "anything", held_by=1, detached_at=None) is False
     assert not (git_repo / ".ai").exists()
