@@ -23,7 +23,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from majordomus.archive import record as rec
-from majordomus.episodes import store
+from majordomus.simple_yaml import yaml_lines
 from majordomus.archive.render import render_md, render_yaml
 from majordomus.identity import rfc3339, worktree_id
 from majordomus.layout import Layout
@@ -98,9 +98,9 @@ def synthesize(root: Path, count: int) -> Layout:
         meta = [("schema", "session-context/v1"), ("kind", "session-context"), ("session_id", f"s-{n}"),
                 ("opened_at", rfc3339(opened)), ("provider", "claude-code"), ("provider_session", f"ps-{n}"),
                 ("worktree_id", here)]
-        close = store.yaml_lines([("closed_at", rfc3339(closed)), ("outcome", "closed")])
+        close = yaml_lines([("closed_at", rfc3339(closed)), ("outcome", "closed")])
         (layout.contexts_dir / f"{n:04d}--s-{n}.md").write_text(
-            "---\n" + "\n".join(store.yaml_lines(meta)) + "\n---\n\n## Close\n" + "\n".join(close) + "\n")
+            "---\n" + "\n".join(yaml_lines(meta)) + "\n---\n\n## Close\n" + "\n".join(close) + "\n")
     directory = layout.prompts_dir
     for i in range(count):
         moment = BASE + timedelta(seconds=i * span // count)
@@ -129,7 +129,7 @@ def operations(layout: Layout) -> dict[str, float]:
     from majordomus.archive.findings import findings
     from majordomus.archive.prune import prune
     from majordomus.archive.reconcile import reconcile
-    from majordomus.archive.render import render_all, repair_modes
+    from majordomus.archive.repair import render_all, repair_modes
 
     now = BASE + timedelta(days=200)
     out: dict[str, float] = {}

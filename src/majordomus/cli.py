@@ -1,6 +1,7 @@
 """The command line: global options, a command table, and one place that turns errors into exit codes.
 
-A command's module is imported only when that command runs: the hook commands must start fast.
+A command's module (under `commands/`) is imported only when that command runs: the hook commands must
+start fast. Nothing imports this module but the console script and `python -m majordomus`.
 """
 
 from __future__ import annotations
@@ -12,45 +13,26 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 from majordomus import __version__
+from majordomus.commands.context import Context
 from majordomus.errors import MajordomusError, UsageError
 
 # words -> "module:function"; each function is (Context, argv) -> exit code
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
-    ("init",): ("majordomus.layer:init_command", "create the .ai/ layer here"),
-    ("update",): ("majordomus.layer:update_command", "converge an existing layer; never removes"),
+    ("init",): ("majordomus.commands.layer:init_command", "create the .ai/ layer here"),
+    ("update",): ("majordomus.commands.layer:update_command", "converge an existing layer; never removes"),
     ("capture", "session"): ("majordomus.commands.session:command", "draw an episode boundary from a hook payload"),
-    ("capture", "prompt"): ("majordomus.archive.capture:command", "archive one prompt from a hook payload"),
-    ("capture", "status"): ("majordomus.clients.status:command", "what each provider offers and how it is wired"),
-    ("capture", "reconcile"): ("majordomus.archive.reconcile:command", "link prompt records on evidence only"),
-    ("capture", "prune"): ("majordomus.archive.prune:command", "apply the retention policy to prompt bodies"),
-    ("capture", "render"): ("majordomus.archive.render:command", "repair archive modes and missing renderings"),
+    ("capture", "prompt"): ("majordomus.commands.prompt:command", "archive one prompt from a hook payload"),
+    ("capture", "status"): ("majordomus.commands.status:command", "what each provider offers and how it is wired"),
+    ("capture", "reconcile"): ("majordomus.commands.archive:reconcile_command", "link prompt records on evidence only"),
+    ("capture", "prune"): ("majordomus.commands.archive:prune_command", "apply the retention policy to prompt bodies"),
+    ("capture", "render"): ("majordomus.commands.archive:render_command", "repair archive modes and missing renderings"),
     ("capture", "recover"): ("majordomus.commands.recover:command", "close episodes whose end never came"),
-    ("capture", "install"): ("majordomus.clients.install:command", "wire a client's hooks and MCP entry"),
-    ("doctor",): ("majordomus.doctor:command", "findings, one per line"),
-    ("history",): ("majordomus.layer:history_command", "history --rotate: archive old ledger lines"),
-    ("mcp",): ("majordomus.mcp.server:mcp_command", "the MCP server (stdio, joining the shared HTTP server)"),
-    ("serve",): ("majordomus.mcp.server:serve_command", "the shared HTTP server without a stdio client"),
+    ("capture", "install"): ("majordomus.commands.install:command", "wire a client's hooks and MCP entry"),
+    ("doctor",): ("majordomus.commands.doctor:command", "findings, one per line"),
+    ("history",): ("majordomus.commands.layer:history_command", "history --rotate: archive old ledger lines"),
+    ("mcp",): ("majordomus.commands.mcp:mcp_command", "the MCP server (stdio, joining the shared HTTP server)"),
+    ("serve",): ("majordomus.commands.mcp:serve_command", "the shared HTTP server without a stdio client"),
 }
-
-
-class Context:
-    """What every command gets: the global options, and the root found once, when first asked."""
-
-    def __init__(self, repo: Path | None = None, json: bool = False) -> None:
-        self.repo = repo
-        self.json = json
-        self._root: Path | None = None
-
-    @property
-    def root(self) -> Path:
-        """`--repo`, else the git top level of the current directory (exit 12 outside a repository)."""
-        if self._root is None:
-            from majordomus.identity import find_root
-
-            self._root = find_root(self.repo if self.repo is not None else Path.cwd())
-            if self.repo is not None and not (self._root / ".git").exists():
-                self._root = self.repo.resolve()
-        return self._root
 
 
 def usage() -> str:
@@ -107,14 +89,3 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-
-
-def parser(prog: str, description: str):  # type: ignore[no-untyped-def]
-    """An argparse parser whose usage errors exit 2 with the house sentence."""
-    import argparse
-
-    class Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> None:  # type: ignore[override]
-            raise UsageError(f"{prog}: {message}", f"try 'majordomus {prog} --help'")
-
-    return Parser(prog=f"majordomus {prog}", description=description)

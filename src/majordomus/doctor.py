@@ -13,7 +13,6 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from majordomus.cli import Context, parser
 from majordomus.errors import ContractError
 from majordomus.findings import Finding
 from majordomus.identity import git, now_utc, parse_rfc3339, worktree_id
@@ -299,14 +298,3 @@ def findings(layout: Layout) -> list[Finding]:
         found.extend(check(layout))
     found.extend(archive_findings(layout))
     return found
-
-
-def command(ctx: Context, argv: list[str]) -> int:
-    p = parser("doctor", "Findings, one per line: LEVEL category subject — message  [reproduce: cmd].")
-    p.add_argument("--json", action="store_true", help="one JSON object per finding, one per line")
-    args = p.parse_args(argv)
-    found = findings(Layout(ctx.root))
-    as_json = ctx.json or args.json
-    for finding in found:
-        print(finding.json_line() if as_json else finding.line())
-    return 10 if any(f.level == "FAIL" for f in found) else 0

@@ -153,11 +153,11 @@ def test_a_malformed_payload_is_logged_by_key_names_only_and_exits_0(initialised
     assert not records(initialised_repo)
 
 
-def test_a_payload_over_10_mib_is_logged_not_parsed(initialised_repo: Path, run_majordomus) -> None:
-    raw = json.dumps({"prompt": "x" * (10 * 1024 * 1024 + 10)}).encode()
+def test_a_payload_over_16_mib_is_logged_not_parsed(initialised_repo: Path, run_majordomus) -> None:
+    raw = json.dumps({"prompt": "x" * (16 * 1024 * 1024 + 10)}).encode()
     done = prompt(run_majordomus, initialised_repo, None, raw=raw)
     assert done.returncode == 0
-    assert "over 10 MiB" in capture_log(initialised_repo) and not records(initialised_repo)
+    assert "over 16 MiB" in capture_log(initialised_repo) and not records(initialised_repo)
 
 
 @pytest.mark.parametrize("text", ["<system-reminder>be brief</system-reminder>", "  <command-name>/clear</command-name>",

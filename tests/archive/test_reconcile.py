@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from majordomus.archive import record as rec
 from majordomus.episodes import store
+from majordomus.simple_yaml import yaml_lines
 from majordomus.archive.reconcile import reconcile
 from majordomus.identity import rfc3339, session_key, worktree_id
 from majordomus.layout import Layout
@@ -48,9 +49,9 @@ class History:
         meta = [("schema", "session-context/v1"), ("kind", "session-context"), ("session_id", sid),
                 ("opened_at", at(opened)), ("provider", provider), ("provider_session", ps),
                 ("worktree_id", self.here)]
-        text = "---\n" + "\n".join(store.yaml_lines(meta)) + "\n---\n# Working context\n"
+        text = "---\n" + "\n".join(yaml_lines(meta)) + "\n---\n# Working context\n"
         if closed is not None:
-            text += "\n## Close\n" + "\n".join(store.yaml_lines([("closed_at", at(closed)), ("outcome", "closed")])) + "\n"
+            text += "\n## Close\n" + "\n".join(yaml_lines([("closed_at", at(closed)), ("outcome", "closed")])) + "\n"
         (self.layout.contexts_dir / f"{at(opened)}--{sid}.md").write_text(text)
 
     def closed_record(self, sid: str, opened: int, closed: int, provider: str = "claude-code",
@@ -58,7 +59,7 @@ class History:
         meta = [("schema", "session/v1"), ("kind", "session"), ("session_id", sid), ("provider", provider),
                 ("started_at", at(opened)), ("closed_at", at(closed)), ("outcome", "closed"),
                 ("worktree_id", worktree or self.here)]
-        text = "---\n" + "\n".join(store.yaml_lines(meta)) + "\n---\n"
+        text = "---\n" + "\n".join(yaml_lines(meta)) + "\n---\n"
         (self.layout.sessions_dir / f"{at(closed)}--{sid}--main--aaaaaaa--0000.md").write_text(text)
 
     def prompt(self, moment: int, ps: str | None, link: str | None = "orphan", episode: str | None = None,

@@ -11,12 +11,12 @@ import jsonschema
 import pytest
 
 from majordomus.capabilities import projections
+from majordomus.capabilities.catalogue import default_registry
 from majordomus.capabilities.registry import (
     Capability,
     HttpExposure,
     Refusal,
     Registry,
-    default_registry,
 )
 from majordomus.errors import ContractError
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from majordomus.capabilities import episodes as caps
-from majordomus.capabilities.peers import PeerBoard
+from majordomus.capabilities.peer_board import PeerBoard
 from majordomus.capabilities.registry import Caller, Refusal, Services
 from majordomus.episodes.board import Board
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from majordomus.capabilities.peers import PeerBoard
-from majordomus.capabilities.registry import Registry, Services, default_registry
+from majordomus.capabilities.peer_board import PeerBoard
+from majordomus.capabilities.catalogue import default_registry
+from majordomus.capabilities.registry import Registry, Services
 from majordomus.episodes.board import Board
 from majordomus.mcp.core import Connection, Core, parse
 from majordomus.mcp.stdio import TOO_LARGE, read_frames

@@ -7,13 +7,12 @@ A malformed payload never stops the person: it becomes a line of key names in `.
 from __future__ import annotations
 
 import json
-import sys
 from datetime import timedelta
 from pathlib import Path
 
 from majordomus.archive import record as rec
 from majordomus.episodes import store
-from majordomus.clients.payload import first_scalar
+from majordomus.clients.payload import Malformed, first_scalar, json_kind, parse_payload
 from majordomus.archive.render import write_renderings
 from majordomus.errors import InternalError, MajordomusError, MissingError
 from majordomus.identity import head_state, now_utc, repository_id, rfc3339, sha256, worktree_id
@@ -26,10 +25,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from majordomus.cli import Context
     from majordomus.clients.providers import PromptRow
 
-MAX_PAYLOAD = 10 * 1024 * 1024  # a prompt hook's payload is small; past this it is logged, not parsed
 
 # Openings of messages a client injects into the prompt stream on the person's behalf (REFERENCE 5.1).
 INJECTED_MARKERS = (
@@ -46,10 +43,6 @@ class CaptureReport:
     line: str
 
 
-class Malformed(Exception):
-    """A payload this command cannot archive; the message names key names and shapes, never values."""
-
-
 def _keys(data: dict[str, Any]) -> str:
     """The payload's key names for the log: capped, and redacted too (a key can be anything a client sends)."""
     from majordomus.archive.redact import redact
@@ -61,33 +54,12 @@ def _keys(data: dict[str, Any]) -> str:
     return ", ".join(names) + more if names else "none"
 
 
-def parse_payload(raw: bytes) -> dict[str, Any]:
-    if len(raw) > MAX_PAYLOAD:
-        raise Malformed(f"the payload is over {MAX_PAYLOAD // (1024 * 1024)} MiB; not read")
-    if not raw.strip():
-        raise Malformed("the payload is empty")
-    try:
-        value = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise Malformed(f"the payload is not UTF-8 ({len(raw)} bytes)") from None
-    except ValueError:
-        raise Malformed(f"the payload is not JSON ({len(raw)} bytes)") from None
-    if not isinstance(value, dict):
-        raise Malformed(f"the payload is a JSON {_kind(value)}, not an object")
-    return value
-
-
-def _kind(value: Any) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null",
-            int: "number", float: "number"}.get(type(value), type(value).__name__)
-
-
 def _text(data: dict[str, Any], row: PromptRow) -> str:
     for key in row.text_keys:
         if key in data:
             value = data[key]
             if not isinstance(value, str):
-                raise Malformed(f"key {key} is a JSON {_kind(value)}, not a string; keys: {_keys(data)}")
+                raise Malformed(f"key {key} is a JSON {json_kind(value)}, not a string; keys: {_keys(data)}")
             return value
     raise Malformed(f"the payload has none of the text keys ({', '.join(row.text_keys)}); keys: {_keys(data)}")
 
@@ -221,37 +193,3 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
             log(layout, provider_name, "the episode's last_activity_at could not be refreshed")
     how = f"episode {opened['session_id']}, open" if opened else "orphan: no episode open for its provider session"
     return CaptureReport(0, f"capture prompt: archived as {rel}/{name} ({how})")
-
-
-def read_stdin() -> bytes:
-    if sys.stdin is None or sys.stdin.isatty():
-        return b""
-    return sys.stdin.buffer.read(MAX_PAYLOAD + 1)
-
-
-def _provider_arg(argv: list[str]) -> tuple[str, bool] | None:
-    """The hook's own spelling, `--provider P [--dry-run]`, read without argparse (whose import costs every prompt)."""
-    words = [w for w in argv if w != "--dry-run"]
-    dry = len(words) != len(argv)
-    if len(words) == 2 and words[0] == "--provider" and not words[1].startswith("-"):
-        return words[1], dry
-    if len(words) == 1 and words[0].startswith("--provider=") and len(words[0]) > len("--provider="):
-        return words[0].split("=", 1)[1], dry
-    return None
-
-
-def command(ctx: Context, argv: list[str]) -> int:
-    parsed = _provider_arg(argv)
-    if parsed is None:  # anything else (help, a typo) gets the house parser and its usage sentence
-        from majordomus.cli import parser
-
-        p = parser("capture prompt", "Archive one prompt from a client's prompt-hook payload on stdin.")
-        p.add_argument("--provider", required=True)
-        p.add_argument("--dry-run", action="store_true", help="run the real path, write nothing, say what it would do")
-        args = p.parse_args(argv)
-        parsed = (args.provider, args.dry_run)
-    provider, dry_run = parsed
-    get_provider(provider)  # an unknown provider is exit 12 before anything else is asked
-    report = capture(ctx.root, provider, read_stdin(), dry_run=dry_run)
-    print(report.line, file=sys.stderr)  # stdout stays empty: some clients inject a hook's stdout as context
-    return report.exit_code

@@ -8,21 +8,18 @@ A pruned record keeps every field; `text` becomes null and it gains `pruned_at`,
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from majordomus import ledger
 from majordomus.archive import record as rec
-from majordomus.archive.scan import Entry, has_archive, lock_archive, rewrite, scan
+from majordomus.archive.scan import Entry, lock_archive, rewrite, scan
 from majordomus.errors import ContractError
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import Layout
 from majordomus.policy import load_policy
 
-if TYPE_CHECKING:
-    from majordomus.cli import Context
 
 
 @dataclass(frozen=True)
@@ -122,28 +119,3 @@ def sentence(result: Result, limits: Bounds, dry_run: bool) -> str:
     if result.refused:
         line += f", {result.refused} refused (this writer cannot account for every member)"
     return line
-
-
-def command(ctx: Context, argv: list[str]) -> int:
-    from majordomus.cli import parser
-
-    p = parser("capture prune", "Apply the retention policy to prompt bodies; records are never deleted.")
-    p.add_argument("--dry-run", action="store_true", help="say what would be pruned; write nothing")
-    args = p.parse_args(argv)
-    layout = Layout(ctx.root)
-    layout.require()
-    limits = bounds(layout)  # a broken policy refuses (10) even when there is nothing to prune
-    if not has_archive(layout):
-        line = f"no archive at {layout.prompts_dir.relative_to(layout.root)}; nothing to prune"
-        print(json.dumps({"message": line, "records": 0, "pruned": 0}) if ctx.json else line)
-        return 0
-    result, limits = prune(layout, dry_run=args.dry_run)
-    line = sentence(result, limits, args.dry_run)
-    if ctx.json:
-        print(json.dumps({"message": line, "dry_run": args.dry_run, "records": result.records,
-                          "body_bytes": result.body_bytes, "pruned": result.pruned,
-                          "bytes_left": result.bytes_left, "refused": result.refused,
-                          "cap": limits.max_bytes, "max_days": limits.max_days}))
-    else:
-        print(line)
-    return 0

@@ -7,11 +7,10 @@ tier knows is linked only when exactly one unclaimed closed episode of this work
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from majordomus import ledger
 from majordomus.archive import record as rec
@@ -20,8 +19,6 @@ from majordomus.archive.scan import Entry, has_archive, lock_archive, rewrite, s
 from majordomus.identity import now_utc, parse_rfc3339, repository_id, worktree_id
 from majordomus.layout import Layout
 
-if TYPE_CHECKING:
-    from majordomus.cli import Context
 
 
 @dataclass(frozen=True)
@@ -213,22 +210,3 @@ def reconcile(layout: Layout, *, dry_run: bool = False, now: datetime | None = N
     ledger.append(layout, "prompts.reconciled", records=result.records, linked=result.linked,
                   unlinked=result.unlinked, refused=result.refused, already_linked=result.already)
     return result
-
-
-def command(ctx: Context, argv: list[str]) -> int:
-    from majordomus.cli import parser
-
-    p = parser("capture reconcile", "Link prompt records to their episodes on evidence only.")
-    p.add_argument("--dry-run", action="store_true", help="say what would be linked; write nothing")
-    args = p.parse_args(argv)
-    layout = Layout(ctx.root)
-    layout.require()
-    result = reconcile(layout, dry_run=args.dry_run)
-    line = result.sentence(args.dry_run)
-    if ctx.json:
-        print(json.dumps({"message": line, "dry_run": args.dry_run, "records": result.records,
-                          "linked": result.linked, "already_linked": result.already,
-                          "unlinked": result.unlinked, "refused": result.refused}))
-    else:
-        print(line)
-    return 0

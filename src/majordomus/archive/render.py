@@ -1,28 +1,21 @@
-"""The two renderings of a record (`.md` for a person, `.yaml` for a machine) and `capture render`.
+"""The two renderings of a record (`.md` for a person, `.yaml` for a machine), as pure functions and one writer.
 
 Both are rebuilt from the record, never the other way. Stdlib only: the hook path renders each capture.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import stat
-import sys
-import time
 from pathlib import Path
 
 from majordomus.archive import record as rec
-from majordomus.episodes.store import yaml_scalar
-from majordomus.errors import RefusedError
-from majordomus.layout import PRIVATE_DIR, PRIVATE_FILE, Layout, write_atomic
+from majordomus.simple_yaml import yaml_scalar
+from majordomus.layout import PRIVATE_FILE, write_atomic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from majordomus.cli import Context
 
 # What YAML (1.1, as PyYAML reads it) refuses anywhere in a stream, or reads as a line break (NEL, U+2028,
 # U+2029). ASCII text is checked with a small class; the full one (1 ms to compile) only when it is needed.
@@ -37,7 +30,6 @@ def _has_odd(text: str) -> bool:
 
 
 _BACKTICKS = re.compile("`+")
-STALE_TEMP_SECONDS = 600  # a capture's temp file older than this belongs to a process that died
 
 
 def _is_block_safe(text: str) -> bool:
@@ -142,112 +134,3 @@ def write_renderings(directory: Path, stem: str, record: dict[str, Any]) -> None
     """Both renderings, each atomically and 0600; a symlink under either name is refused."""
     write_atomic(directory / f"{stem}.md", _encode(render_md(record, stem)), PRIVATE_FILE)
     write_atomic(directory / f"{stem}.yaml", _encode(render_yaml(record, stem)), PRIVATE_FILE)
-
-
-# --- capture render: whole-directory repair -------------------------------------------------------------
-
-
-def repair_modes(layout: Layout) -> tuple[int, int, list[str]]:
-    """Directory 0700, every regular file 0600; symlinks are never followed. (files repaired, stale temps removed, links)."""
-    directory = layout.prompts_dir
-    if stat.S_IMODE(os.lstat(directory).st_mode) != PRIVATE_DIR:
-        os.chmod(directory, PRIVATE_DIR)
-    repaired = removed = 0
-    links: list[str] = []
-    now = time.time()
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            if entry.is_symlink():
-                links.append(entry.name)
-                continue
-            if not entry.is_file(follow_symlinks=False):
-                continue
-            st = entry.stat(follow_symlinks=False)
-            if entry.name.startswith(".") and entry.name.endswith(".tmp") and now - st.st_mtime > STALE_TEMP_SECONDS:
-                # a capture killed before its rename: not a record, and it may hold a body
-                os.unlink(entry.path)
-                removed += 1
-                continue
-            if stat.S_IMODE(st.st_mode) != PRIVATE_FILE:
-                os.chmod(entry.path, PRIVATE_FILE, follow_symlinks=False)
-                repaired += 1
-    return repaired, removed, links
-
-
-def render_all(layout: Layout, *, force: bool = False) -> tuple[int, int, list[str]]:
-    """(renderings written, failures, refused names): records lacking a rendering, not pretty, or all with force."""
-    directory = layout.prompts_dir
-    names = set(os.listdir(directory))
-    written = failed = 0
-    refused: list[str] = []
-    for name in sorted(names):
-        if not rec.is_record_name(name):
-            continue
-        stem = name[:-5]
-        path = directory / name
-        has_both = f"{stem}.md" in names and f"{stem}.yaml" in names
-        try:
-            raw = rec.read_bytes(path)
-        except OSError:
-            refused.append(name)
-            continue
-        pretty = rec.is_pretty(raw)
-        if has_both and pretty and not force:
-            continue
-        try:
-            record = rec.parse(raw)
-        except rec.RecordError:
-            refused.append(name)
-            continue
-        try:
-            if not pretty:  # an older one-line record, every member known and scalar: reformat, re-stamp
-                record["schema"] = rec.SCHEMA
-                write_atomic(path, rec.dumps(record), PRIVATE_FILE)
-            write_renderings(directory, stem, record)
-            written += 2
-        except RefusedError:  # a symlink under a rendering's name
-            refused.append(name)
-        except OSError:
-            failed += 1
-    return written, failed, refused
-
-
-def command(ctx: Context, argv: list[str]) -> int:
-    from majordomus.archive.scan import has_archive, lock_archive
-    from majordomus.cli import parser
-
-    p = parser("capture render", "Repair the prompt archive's modes over the whole directory and (re)write "
-                                 "missing renderings.")
-    p.add_argument("--force", action="store_true", help="rewrite every rendering, not only missing ones")
-    args = p.parse_args(argv)
-    layout = Layout(ctx.root)
-    layout.require()
-    rel = str(layout.prompts_dir.relative_to(layout.root))
-    if not has_archive(layout):
-        _say(ctx, f"no archive in {rel}; nothing to render", {"renderings": 0, "modes": 0})
-        return 0
-    with lock_archive(layout):
-        modes, removed, links = repair_modes(layout)
-        written, failed, refused = render_all(layout, force=args.force)
-    line = f"{written} rendering(s) written into {rel}"
-    if modes:
-        line += f"; {modes} file mode(s) set to 600"
-    if removed:
-        line += f"; {removed} stale temp file(s) of killed captures removed"
-    if links:
-        line += f"; {len(links)} symbolic link(s) refused, not followed"
-    if refused:
-        line += f"; {len(refused)} record(s) refused (this writer cannot account for every member)"
-    if failed:
-        line += f"; {failed} rendering(s) could not be written"
-    _say(ctx, line, {"renderings": written, "modes": modes, "stale_temps_removed": removed,
-                     "links_refused": len(links), "refused": len(refused), "failed": failed})
-    return 13 if failed else 0
-
-
-def _say(ctx: Context, line: str, data: dict[str, Any]) -> None:
-    if ctx.json:
-        print(json.dumps({"message": line, **data}))
-    else:
-        print(line)
-    sys.stdout.flush()

@@ -152,7 +152,7 @@ def _status(code: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    from majordomus.capabilities.registry import default_registry
+    from majordomus.capabilities.catalogue import default_registry
 
     if len(argv) not in (1, 2) or argv[0] not in ("--write-docs", "--check-docs"):
         print("usage: python -m majordomus.capabilities.projections --write-docs|--check-docs [PATH]", file=sys.stderr)

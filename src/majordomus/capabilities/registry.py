@@ -11,69 +11,23 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Union
 
+from majordomus.capabilities.calls import HTTP_STATUS, Caller, ClientInfo, JsonObject, Refusal, RefusalCode
 from majordomus.errors import ContractError
 
 if TYPE_CHECKING:
-    from majordomus.capabilities.peers import PeerBoard
+    from majordomus.capabilities.peer_board import PeerBoard
     from majordomus.episodes.board import Board
+
+__all__ = ["HTTP_STATUS", "Caller", "ClientInfo", "JsonObject", "Refusal", "RefusalCode"]
 
 Kind = Literal["query", "command"]
 Effect = Literal["read", "process_state", "repository_mutation"]
 Stability = Literal["implemented", "behaviorally_verified", "experimental", "planned", "unsupported"]
-RefusalCode = Literal["invalid_input", "forbidden", "not_found", "refused", "internal"]
 Method = Literal["GET", "POST"]
-
-JsonObject = dict[str, Any]
-
-# One place maps a refusal code to its HTTP status; MCP carries the code in `_meta`.
-HTTP_STATUS: dict[RefusalCode, int] = {
-    "invalid_input": 400,
-    "forbidden": 403,
-    "not_found": 404,
-    "refused": 422,
-    "internal": 500,
-}
 
 _ID = re.compile(r"[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*")
 _TOOL = re.compile(r"[a-z0-9_]+")
 _PATH = re.compile(r"/api/v1(/[a-z0-9_-]+)+")
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """An expected failure: a value, turned into `isError` over MCP and 4xx over HTTP in one place each."""
-
-    code: RefusalCode
-    message: str
-
-    @property
-    def http_status(self) -> int:
-        return HTTP_STATUS[self.code]
-
-
-@dataclass(frozen=True)
-class ClientInfo:
-    name: str
-    version: str
-
-    def as_json(self) -> JsonObject:
-        return {"name": self.name, "version": self.version}
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is calling, as far as a capability needs to know.
-
-    `peer` is set when the call arrived on a connection (stdio, an HTTP session, a bridged stdio);
-    `stateless` marks a 2026-07-28 request over HTTP, where the `external_id` is the only handle.
-    """
-
-    via: Literal["mcp", "http"]
-    peer: str | None = None
-    stateless: bool = False
-    client: ClientInfo | None = None
-    era: str | None = None
-    loopback: bool = True
 
 
 @dataclass(frozen=True)
@@ -205,19 +159,6 @@ def _check_shape(cap: Capability) -> None:
     for schema_name, schema in (("input", cap.input_schema), ("output", cap.output_schema)):
         if not isinstance(schema, Mapping) or schema.get("type") != "object":
             raise ContractError(f"the {schema_name} schema of {cap.id} must be a JSON Schema of type object")
-
-
-_default: Registry | None = None
-
-
-def default_registry() -> Registry:
-    """The registry this product ships: episodes, then peers, in declaration order."""
-    global _default
-    if _default is None:
-        from majordomus.capabilities import episodes, peers
-
-        _default = Registry([*episodes.CAPABILITIES, *peers.CAPABILITIES])
-    return _default
 
 
 def invoke(cap: Capability, services: Services, caller: Caller, arguments: Any) -> JsonObject | Refusal:

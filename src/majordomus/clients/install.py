@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from majordomus.cli import Context, parser
 from majordomus.errors import MissingError, RefusedError
 from majordomus.layout import write_atomic
 from majordomus.clients.install_toml import merge_codex_toml
@@ -395,12 +394,3 @@ def install(root: Path, provider_name: str) -> list[str]:
         changes.append("note: Claude Code snapshots its settings at session start; "
                        "a running session keeps the old hooks")
     return changes
-
-
-def command(ctx: Context, argv: list[str]) -> int:
-    p = parser("capture install", "Wire a client: merge majordomus's hook entries and MCP server entry into its files.")
-    p.add_argument("--provider", required=True)
-    args = p.parse_args(argv)
-    for line in install(ctx.root, args.provider):
-        print(line)
-    return 0

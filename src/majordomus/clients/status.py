@@ -11,13 +11,12 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from majordomus.clients.install import (CLIENTS, WantedHook, find_executable, hook_commands, is_ours,
                                         read_json_config, split_command, wanted_hooks)
-from majordomus.cli import Context, parser
 from majordomus.errors import RefusedError
 from majordomus.clients.providers import Provider, load_providers
 
@@ -191,15 +190,3 @@ def render_text(found: list[Row]) -> str:
     w_state = max(len(r.state) for r in found)
     return "\n".join(f"{r.label:<{w_label}}  {r.capability:<{w_cap}}  {r.state:<{w_state}}  {r.reason} — {r.evidence}"
                      for r in found)
-
-
-def command(ctx: Context, argv: list[str]) -> int:
-    p = parser("capture status", "Per provider and aspect: capability, state, reason, evidence.")
-    p.add_argument("--json", action="store_true", help="one JSON object: " + SCHEMA)
-    args = p.parse_args(argv)
-    found = rows(ctx.root)
-    if ctx.json or args.json:
-        print(json.dumps({"schema": SCHEMA, "providers": [asdict(r) for r in found]}, ensure_ascii=False))
-    else:
-        print(render_text(found))
-    return 0

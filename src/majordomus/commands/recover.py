@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from majordomus.cli import Context, parser
+from majordomus.commands.context import Context, parser
 from majordomus.layout import Layout
 
 

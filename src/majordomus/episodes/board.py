@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from majordomus.episodes.boundary import run_session, set_connection_state
+from majordomus.episodes.boundary import set_connection_state
+from majordomus.episodes.hook import run_session
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import Layout
 

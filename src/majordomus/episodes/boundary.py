@@ -1,12 +1,11 @@
 """The one writer of episode boundaries: start, end, compact — for hook shims and the connection board alike.
 
-`run_session` takes the payload bytes a hook would put on stdin and returns the one report line; the CLI
-prints it, the MCP board stores it verbatim. Stdlib only: this runs inside a person's hooks.
+Each function takes an admitted boundary and returns what it did; `episodes.hook` is the way in from a
+payload. Stdlib only: this runs inside a person's hooks.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 TYPE_CHECKING = False
@@ -15,23 +14,16 @@ if TYPE_CHECKING:
 
 from majordomus import ledger
 from majordomus.episodes import store
-from majordomus.clients.payload import first_scalar
-from majordomus.errors import MajordomusError, MissingError, UsageError
+from majordomus.errors import MajordomusError
 from majordomus.identity import (compact_stamp, head_state, name_key, new_episode_id, now_utc, owner, repository_id, rfc3339,
                                  run_bounded, session_key, tree_state, worktree_id)
 from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock, write_atomic
-from majordomus.clients.providers import Provider, SessionRow, get_provider
+from majordomus.clients.providers import Provider
+from majordomus.simple_yaml import yaml_lines
 from majordomus.values import value
 
-EVENTS = ("start", "end", "compact")
 LIST_LIMIT = 200  # changed files and commits kept in a record; the record says when a list was cut
 LIST_SECONDS = 0.5  # what git may spend on each list at the close
-
-
-@value
-class SessionReport:
-    exit_code: int
-    line: str
 
 
 @value
@@ -45,34 +37,6 @@ class Boundary:
     reason: str | None
 
 
-def admit(provider_name: str, event: str) -> tuple[Provider, SessionRow]:
-    """Exit 12 unless the provider is declared with an episode source this command can serve."""
-    if event not in EVENTS:
-        raise UsageError(f"capture session: --event must be one of {', '.join(EVENTS)}, not '{event}'")
-    provider = get_provider(provider_name)
-    row = provider.session_row()
-    if row is None:
-        offer = provider.offers.get("episode", "none")
-        raise MissingError(f"capture session: provider '{provider_name}' declares episode: {offer} and no adapter row",
-                           "run majordomus capture status to see which providers draw episodes")
-    return provider, row
-
-
-def read_payload(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    """The payload object, or None and a sentence about its shape (never its values)."""
-    if not raw.strip():
-        return {}, None
-    try:
-        value = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        return None, f"the payload is not UTF-8 ({len(raw)} bytes)"
-    except ValueError:
-        return None, f"the payload is not JSON ({len(raw)} bytes)"
-    if not isinstance(value, dict):
-        return None, f"the payload is a JSON {type(value).__name__}, not an object"
-    return value, None
-
-
 def log_failure(layout: Layout, text: str) -> None:
     """The log beside the working contexts; doctor reports it while it is non-empty."""
     try:
@@ -80,43 +44,6 @@ def log_failure(layout: Layout, text: str) -> None:
         append_line(layout.context_log, f"{rfc3339(now_utc())} {text}")
     except (OSError, MajordomusError):
         pass  # the hook must still exit 0; nothing else is left to tell
-
-
-def run_session(root: Path, provider: str, event: str, payload: bytes, *, dry_run: bool = False) -> SessionReport:
-    """Draw one boundary. Raises only for admission (exit 12/2); once admitted, always exit 0."""
-    prov, row = admit(provider, event)
-    layout = Layout(root)
-    layout.require()
-    data, problem = read_payload(payload)
-    where = f"capture session --provider {provider} --event {event}"
-    if data is None:
-        log_failure(layout, f"{where}: {problem}; nothing recorded")
-        return SessionReport(0, f"capture session: {problem}; nothing recorded (see {_rel(layout, layout.context_log)})")
-    boundary = Boundary(prov, event, first_scalar(data, row.session_keys), first_scalar(data, row.source_keys),
-                        first_scalar(data, row.reason_keys))
-    if boundary.provider_session is None:
-        keys = ", ".join(sorted(data)) or "none"
-        log_failure(layout, f"{where}: the payload names no provider session (keys: {keys}); nothing recorded")
-        return SessionReport(0, f"capture session: the payload names no provider session (looked for "
-                                f"{', '.join(row.session_keys)}); nothing recorded")
-    if dry_run:
-        reason = f", reason {boundary.reason}" if boundary.reason else ""
-        return SessionReport(0, f"capture session: would {event} the episode for {provider} "
-                                f"(provider session {boundary.provider_session}){reason}")
-    try:
-        if event == "start":
-            line = start_episode(layout, boundary)
-        elif event == "end":
-            outcome = "closed" if boundary.reason in row.deliberate else "interrupted"
-            line = close_episode(layout, boundary.provider_session, boundary.reason, outcome)
-        else:
-            line = count_compaction(layout, boundary)
-    except (OSError, MajordomusError, ValueError) as exc:
-        detail = exc.message if isinstance(exc, MajordomusError) else f"{type(exc).__name__}: {exc}"
-        log_failure(layout, f"{where}: {detail}")
-        verb = {"start": "open", "end": "close", "compact": "count the compaction of"}[event]
-        return SessionReport(0, f"capture session: could not {verb} the episode; see {_rel(layout, layout.context_log)}")
-    return SessionReport(0, line)
 
 
 def _rel(layout: Layout, path: Path) -> str:
@@ -127,13 +54,23 @@ def _lock(layout: Layout, key: str) -> Path:
     return layout.locks / f"session.{key}.lock"
 
 
-def start_episode(layout: Layout, b: Boundary) -> str:
+@value
+class Drawn:
+    """What one boundary did: the report line, and whether it opened a new episode (and which)."""
+
+    line: str
+    opened: bool = False
+    session_id: str | None = None
+
+
+def start_episode(layout: Layout, b: Boundary) -> Drawn:
     assert b.provider_session is not None
     key = session_key(b.provider_session)
     with file_lock(_lock(layout, key)):
         existing = store.read_open_file(layout.open_file(key))
         if existing is not None:
-            return f"session {existing['session_id']} already open here since {existing.get('started_at')}; kept"
+            return Drawn(f"session {existing['session_id']} already open here since {existing.get('started_at')}; kept",
+                         session_id=existing["session_id"])
         moment = now_utc()
         sid = new_episode_id(moment)
         tree = tree_state(layout.root)
@@ -150,26 +87,13 @@ def start_episode(layout: Layout, b: Boundary) -> str:
             fields["source"] = b.source
         ensure_dir(layout.sessions_open)
         write_atomic(layout.open_file(key), store.render_open(fields))
-        write_atomic(layout.session_current, ("\n".join(store.yaml_lines(
+        write_atomic(layout.session_current, ("\n".join(yaml_lines(
             [("session_id", sid), ("provider_session", b.provider_session), ("key", key)])) + "\n").encode())
         _write_context(layout, fields, moment)
         ledger.append(layout, "session.started", session=sid, head=tree.head, branch=tree.branch, at=moment,
                       provider=b.provider.name, provider_session=b.provider_session, owner=fields["owner"],
                       **({"source": b.source} if b.source else {}))
-    _recover_others(layout, key)
-    return f"session {sid} opened at {at} (head {tree.head[:7]})"
-
-
-def _recover_others(layout: Layout, key: str) -> None:
-    """A new provider session's start closes this worktree's stale hook episodes (SPEC 4.4)."""
-    try:
-        if not any(e.key != key for e in store.open_episodes(layout)):
-            return
-        from majordomus.episodes.recover import recover
-
-        recover(layout.root)
-    except (OSError, MajordomusError) as exc:
-        log_failure(layout, f"recovery at start: {exc}")
+    return Drawn(f"session {sid} opened at {at} (head {tree.head[:7]})", opened=True, session_id=sid)
 
 
 def _write_context(layout: Layout, fields: dict[str, Any], moment: Any) -> None:
@@ -178,7 +102,7 @@ def _write_context(layout: Layout, fields: dict[str, Any], moment: Any) -> None:
             ("opened_at", fields["started_at"]), ("opened_by", opened_by), ("provider", fields["provider"]),
             ("provider_session", fields["provider_session"]), ("worktree_id", fields["worktree_id"]),
             ("branch", fields["branch"]), ("head", fields["start_head"])]
-    body = ["---", *store.yaml_lines(meta), "---", f"# Working context of session {fields['session_id']}", "",
+    body = ["---", *yaml_lines(meta), "---", f"# Working context of session {fields['session_id']}", "",
             "## Context at open", "",
             f"Opened by {fields['provider']} ({opened_by}) on branch {fields['branch']} at "
             f"{fields['start_head'][:7]}, working tree {fields['start_working_tree']}.", "", "## Notes", ""]
@@ -223,7 +147,7 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
         cut = [name for name, flag in (("changed_files", changed_cut), ("commits", commits_cut)) if flag]
         if cut:
             meta.append(("truncated", cut))
-        text = "\n".join(["---", *store.yaml_lines(meta), "---", ""]) + "\n"
+        text = "\n".join(["---", *yaml_lines(meta), "---", ""]) + "\n"
         name = (f"{compact_stamp(moment)}--{sid}--{name_key(tree.branch)}--{tree.head[:7]}--"
                 f"{os.urandom(8).hex()}.md")
         ensure_dir(layout.sessions_dir, 0o755)
@@ -242,7 +166,7 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
 def _append_close(layout: Layout, fields: dict[str, Any], moment: Any, outcome: str, reason: str | None,
                   head: str, rel: str) -> None:
     path = context_path(layout, fields["session_id"], str(fields.get("started_at")))
-    close = ["", "## Close", *store.yaml_lines([("closed_at", rfc3339(moment)), ("outcome", outcome),
+    close = ["", "## Close", *yaml_lines([("closed_at", rfc3339(moment)), ("outcome", outcome),
                                                 ("reason", reason), ("head", head), ("record", rel)])]
     try:
         append_line(path, "\n".join(close))

@@ -6,89 +6,21 @@ Stdlib only: the hook path reads and writes these.
 
 from __future__ import annotations
 
-import json
 import os
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 from majordomus.identity import session_key
+from majordomus.simple_yaml import front_matter, parse_simple_yaml, yaml_lines
 from majordomus.layout import Layout
 from majordomus.values import value
 
 OPEN_FIELDS = ("session_id", "started_at", "provider", "provider_session", "owner", "repository_id",
                "worktree", "worktree_id", "branch", "start_head", "start_working_tree", "last_activity_at",
                "compactions", "held_by", "detached_at")
-
-
-_ESCAPE = "[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]"  # JSON escapes the C0 set itself
-
-
-def yaml_scalar(value: Any) -> str:
-    """A YAML scalar that reads back as the same value: JSON's spelling (null, numbers, double quotes).
-
-    JSON leaves a few characters raw that YAML refuses (C1 controls, U+FFFE) or folds as line breaks
-    (NEL, U+2028, U+2029): those become `\\uXXXX` escapes, which both languages read the same way.
-    """
-    text = json.dumps(value, ensure_ascii=False)
-    if not isinstance(value, str) or (value.isascii() and "\x7f" not in value):
-        return text
-    return re.sub(_ESCAPE, lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def yaml_lines(fields: Iterable[tuple[str, Any]]) -> list[str]:
-    """`key: value` lines; a list becomes a block list (or `[]`), everything else a JSON scalar."""
-    out: list[str] = []
-    for key, item in fields:
-        if isinstance(item, list):
-            if not item:
-                out.append(f"{key}: []")
-            else:
-                out.append(f"{key}:")
-                out.extend(f"  - {yaml_scalar(element)}" for element in item)
-        else:
-            out.append(f"{key}: {yaml_scalar(item)}")
-    return out
-
-
-def parse_simple_yaml(text: str) -> dict[str, Any]:
-    """Read what `yaml_lines` wrote (and plain unquoted scalars). Unknown shapes are skipped, not fatal."""
-    out: dict[str, Any] = {}
-    current: str | None = None
-    for line in text.splitlines():
-        if not line.strip() or line.lstrip().startswith("#") or line.strip() == "---":
-            continue
-        if line.startswith("  - ") and current is not None and isinstance(out.get(current), list):
-            out[current].append(_scalar(line[4:]))
-            continue
-        key, sep, rest = line.partition(":")
-        if not sep or line.startswith(" "):
-            continue
-        rest = rest.strip()
-        current = key.strip()
-        out[current] = [] if rest in ("", "[]") else _scalar(rest)
-    return out
-
-
-def _scalar(text: str) -> Any:
-    text = text.strip()
-    try:
-        return json.loads(text)
-    except ValueError:
-        if len(text) >= 2 and text[0] == text[-1] == "'":
-            return text[1:-1].replace("''", "'")
-        return text
-
-
-def front_matter(text: str) -> dict[str, Any]:
-    """The YAML between the first two `---` lines of a Markdown file."""
-    if not text.startswith("---\n"):
-        return {}
-    end = text.find("\n---", 4)
-    return parse_simple_yaml(text[4:end]) if end != -1 else {}
 
 
 def render_open(fields: dict[str, Any]) -> bytes:

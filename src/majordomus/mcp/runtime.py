@@ -12,11 +12,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from majordomus import __version__
-from majordomus.capabilities.peers import PeerBoard
-from majordomus.capabilities.registry import Registry, Services, default_registry
+from majordomus.capabilities.peer_board import PeerBoard
+from majordomus.capabilities.catalogue import default_registry
+from majordomus.capabilities.registry import Registry, Services
 from majordomus.episodes.board import Board, CaptureDriver, CloseReason
 from majordomus.layout import Layout
 from majordomus.mcp.core import Connection, Core
@@ -63,6 +64,14 @@ class Settings:
         return cls(grace_seconds=grace, stateless_ttl_seconds=ttl, http_idle_seconds=idle, tick_seconds=tick)
 
 
+class HttpSurface(Protocol):
+    """The HTTP server of a runtime: binds (a taken port is replaced by a free one) and says its URL; stops."""
+
+    def start(self) -> str: ...
+
+    def stop(self) -> None: ...
+
+
 class _AfterRecovery:
     """Holds every capture call until the start-up reap is done, so the two never race on one episode."""
 
@@ -105,7 +114,7 @@ class Runtime:
         self.stopping = False
         self._lock = threading.Lock()
         self._stopped = threading.Event()
-        self._http: Any = None
+        self._http: HttpSurface | None = None
         self._shut = False
 
     # -- start -----------------------------------------------------------------------------------
@@ -126,12 +135,10 @@ class Runtime:
         finally:
             self.recovered.set()
 
-    def start_http(self, host: str, port: int) -> str:
-        """Bind (a taken port is replaced by a free one) and serve HTTP in this process."""
-        from majordomus.mcp.http import HttpServer
-
-        self._http = HttpServer(self, host, port)
-        self.url = self._http.start()
+    def start_http(self, surface: HttpSurface) -> str:
+        """Serve HTTP in this process through `surface` (built by the caller: `mcp.http` sits above this module)."""
+        self._http = surface
+        self.url = surface.start()
         return self.url
 
     def own_connection(self) -> Connection:

@@ -97,7 +97,9 @@ def start_shared(layout: Layout, settings: Settings, host: str, port: int, on_st
         return result.lease
     rt = Runtime(layout, settings, lease=lease, on_stop=on_stop)
     try:
-        url = rt.start_http(host, port)
+        from majordomus.mcp.http import HttpServer  # Starlette and uvicorn: only for the process that serves
+
+        url = rt.start_http(HttpServer(rt, host, port))
     except OSError:
         lease.release()
         raise
@@ -364,17 +366,3 @@ def console_main() -> int:
     except MajordomusError as err:
         sys.stderr.write(err.line() + "\n")
         return err.exit_code
-
-
-def _wants_help(argv: list[str]) -> bool:
-    return "-h" in argv or "--help" in argv
-
-
-def mcp_command(ctx: Any, argv: list[str]) -> int:
-    """`majordomus mcp …` from the command table (ctx: the CLI's Context, whose root is found on demand)."""
-    return mcp_main(Path("."), argv) if _wants_help(argv) else mcp_main(ctx.root, argv)
-
-
-def serve_command(ctx: Any, argv: list[str]) -> int:
-    """`majordomus serve …` from the command table."""
-    return serve_main(Path("."), argv) if _wants_help(argv) else serve_main(ctx.root, argv)

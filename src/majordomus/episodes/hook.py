@@ -1,0 +1,99 @@
+"""The hook's entry into the episode boundary: admit the provider, read the payload, draw one boundary.
+
+`run_session` takes the payload bytes a hook would put on stdin and returns the one report line; the CLI
+prints it, the MCP board stores it verbatim. Stdlib only: this runs inside a person's hooks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from majordomus.clients.payload import Malformed, first_scalar, parse_payload
+from majordomus.clients.providers import Provider, SessionRow, get_provider
+from majordomus.episodes import store
+from majordomus.episodes.boundary import Boundary, close_episode, count_compaction, log_failure, start_episode
+from majordomus.errors import MajordomusError, MissingError, UsageError
+from majordomus.identity import session_key
+from majordomus.layout import Layout
+from majordomus.values import value
+
+EVENTS = ("start", "end", "compact")
+
+
+@value
+class SessionReport:
+    exit_code: int
+    line: str
+
+
+
+def admit(provider_name: str, event: str) -> tuple[Provider, SessionRow]:
+    """Exit 12 unless the provider is declared with an episode source this command can serve."""
+    if event not in EVENTS:
+        raise UsageError(f"capture session: --event must be one of {', '.join(EVENTS)}, not '{event}'")
+    provider = get_provider(provider_name)
+    row = provider.session_row()
+    if row is None:
+        offer = provider.offers.get("episode", "none")
+        raise MissingError(f"capture session: provider '{provider_name}' declares episode: {offer} and no adapter row",
+                           "run majordomus capture status to see which providers draw episodes")
+    return provider, row
+
+
+
+def run_session(root: Path, provider: str, event: str, payload: bytes, *, dry_run: bool = False) -> SessionReport:
+    """Draw one boundary. Raises only for admission (exit 12/2); once admitted, always exit 0."""
+    prov, row = admit(provider, event)
+    layout = Layout(root)
+    layout.require()
+    where = f"capture session --provider {provider} --event {event}"
+    try:
+        data = parse_payload(payload, empty=True)
+    except Malformed as problem:
+        log_failure(layout, f"{where}: {problem}; nothing recorded")
+        return SessionReport(0, f"capture session: {problem}; nothing recorded (see {_rel(layout, layout.context_log)})")
+    boundary = Boundary(prov, event, first_scalar(data, row.session_keys), first_scalar(data, row.source_keys),
+                        first_scalar(data, row.reason_keys))
+    if boundary.provider_session is None:
+        keys = ", ".join(sorted(data)) or "none"
+        log_failure(layout, f"{where}: the payload names no provider session (keys: {keys}); nothing recorded")
+        return SessionReport(0, f"capture session: the payload names no provider session (looked for "
+                                f"{', '.join(row.session_keys)}); nothing recorded")
+    if dry_run:
+        reason = f", reason {boundary.reason}" if boundary.reason else ""
+        return SessionReport(0, f"capture session: would {event} the episode for {provider} "
+                                f"(provider session {boundary.provider_session}){reason}")
+    try:
+        if event == "start":
+            drawn = start_episode(layout, boundary)
+            if drawn.opened:
+                _recover_others(layout, session_key(boundary.provider_session))
+            line = drawn.line
+        elif event == "end":
+            outcome = "closed" if boundary.reason in row.deliberate else "interrupted"
+            line = close_episode(layout, boundary.provider_session, boundary.reason, outcome)
+        else:
+            line = count_compaction(layout, boundary)
+    except (OSError, MajordomusError, ValueError) as exc:
+        detail = exc.message if isinstance(exc, MajordomusError) else f"{type(exc).__name__}: {exc}"
+        log_failure(layout, f"{where}: {detail}")
+        verb = {"start": "open", "end": "close", "compact": "count the compaction of"}[event]
+        return SessionReport(0, f"capture session: could not {verb} the episode; see {_rel(layout, layout.context_log)}")
+    return SessionReport(0, line)
+
+
+
+def _recover_others(layout: Layout, key: str) -> None:
+    """A new provider session's start closes this worktree's stale hook episodes (SPEC 4.4)."""
+    try:
+        if not any(e.key != key for e in store.open_episodes(layout)):
+            return
+        from majordomus.episodes.recover import recover  # only when others are open: most starts skip its imports
+
+        recover(layout.root)
+    except (OSError, MajordomusError) as exc:
+        log_failure(layout, f"recovery at start: {exc}")
+
+
+def _rel(layout: Layout, path: Path) -> str:
+    return str(path.relative_to(layout.root))
