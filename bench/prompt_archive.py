@@ -113,6 +113,7 @@ def synthesize(root: Path, count: int) -> Layout:
         if i % 10 == 5:
             for key in ("episode", "episode_link"):
                 del record[key]
+        record = rec.PromptRecord.from_members(record)
         stem = f"{moment:%Y%m%d%H%M%S}-prompt-{i}"
         fd = os.open(directory / f"{stem}.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         os.write(fd, rec.dumps(record))

@@ -11,11 +11,10 @@ import os
 import stat
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 from majordomus.errors import ContractError
 from majordomus.findings import Finding
-from majordomus.identity import git, now_utc, parse_rfc3339, worktree_id
+from majordomus.identity import git, now_utc, worktree_id
 from majordomus.layout import PRIVATE_DIR, Layout
 from majordomus.policy import DEFAULTS, Policy, load_policy
 
@@ -173,15 +172,10 @@ def check_session_log(layout: Layout) -> list[Finding]:
                     f"cat {rel}")]
 
 
-def _server_alive(pid: object) -> bool:
-    from majordomus.identity import is_live_majordomus
-
-    return is_live_majordomus(pid)
-
-
 def check_episodes(layout: Layout) -> list[Finding]:
     from majordomus.episodes import store
     from majordomus.episodes.boundary import context_path
+    from majordomus.episodes.recover import classify, is_here
 
     policy, _ = _policy(layout)
     values: dict[str, int] = policy.values if policy is not None else dict(DEFAULTS)
@@ -197,30 +191,15 @@ def check_episodes(layout: Layout) -> list[Finding]:
         names = set()
     episodes = list(store.open_episodes(layout))
     unreadable = sorted(names - {e.key for e in episodes})
-    stale: list[str] = []
-    expired: list[str] = []
-    orphaned: list[str] = []
+    mine = [e.file for e in episodes if is_here(e.file, here)]  # another worktree's episode is its own doctor's
+    by_verdict: dict[str, list[str]] = {}
     no_context: list[str] = []
-    for episode in episodes:
-        f: dict[str, Any] = episode.fields
-        if f.get("worktree_id", here) != here:
-            continue  # another worktree's episode is its own doctor's business
-        sid = f["session_id"]
-        label = f"{sid} ({f.get('provider')})"
-        if not context_path(layout, sid, str(f.get("started_at"))).exists():
-            no_context.append(sid)
-        if f.get("provider") == "generic":
-            if _server_alive(f.get("held_by")):
-                continue
-            detached = parse_rfc3339(str(f.get("detached_at")))
-            if detached is None:
-                orphaned.append(label)
-            elif now - detached > grace:
-                expired.append(label)
-        else:
-            last = parse_rfc3339(str(f.get("last_activity_at") or f.get("started_at")))
-            if last is not None and now - last > stale_after:
-                stale.append(label)
+    for opened in mine:
+        if not context_path(layout, opened.session_id, str(opened.started_at)).exists():
+            no_context.append(opened.session_id)
+        verdict = classify(opened, now, stale_after=stale_after, grace=grace)
+        by_verdict.setdefault(verdict, []).append(f"{opened.session_id} ({opened.provider})")
+    stale, expired, orphaned = (by_verdict.get(v, []) for v in ("stale", "expired", "orphaned"))
     found: list[Finding] = []
     if unreadable:
         found.append(Finding("FAIL", "sessions", rel_open, f"{len(unreadable)} open-episode file(s) cannot be read "
@@ -246,8 +225,7 @@ def check_episodes(layout: Layout) -> list[Finding]:
                              f"{len(no_context)} open episode(s) have no working context, so prompts cannot be "
                              f"linked to them after the close: {_named(no_context)}"))
     if not found:
-        mine = sum(1 for e in episodes if e.fields.get("worktree_id", here) == here)
-        found.append(Finding("OK", "sessions", rel_open, f"{mine} open episode(s) here, none stale, each with its "
+        found.append(Finding("OK", "sessions", rel_open, f"{len(mine)} open episode(s) here, none stale, each with its "
                                                          "working context"))
     return found
 
@@ -262,18 +240,18 @@ def check_lease(layout: Layout) -> list[Finding]:
         raw = path.read_bytes()
     except FileNotFoundError:
         return [Finding("INFO", "server", rel, "no shared server is running for this repository")]
-    try:
-        lease = json.loads(raw)
-    except ValueError:
-        lease = None
-    if not isinstance(lease, dict):
+    from majordomus.identity import is_live_majordomus
+    from majordomus.mcp.lease import parse_lease
+
+    lease = parse_lease(raw)
+    if isinstance(lease, str):
         return [Finding("WARN", "server", rel, "is empty or corrupt; the next majordomus-mcp takes it over")]
-    pid = lease.get("pid")
-    if not _server_alive(pid):
+    pid = lease.pid
+    if not is_live_majordomus(pid):
         return [Finding("WARN", "server", rel, f"names pid {pid}, which is not a running majordomus (a killed "
                                                "server); the next majordomus-mcp takes it over, and its "
                                                "connection episodes are recover's after the grace")]
-    return [Finding("OK", "server", rel, f"shared server pid {pid} at {lease.get('url') or '(binding)'}")]
+    return [Finding("OK", "server", rel, f"shared server pid {pid} at {lease.url or '(binding)'}")]
 
 
 # ---------------------------------------------------------------------------------------------------------------

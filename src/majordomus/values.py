@@ -54,3 +54,17 @@ def value(cls: type[T]) -> type[T]:
         setattr(cls, func.__name__, func)
     setattr(cls, "__match_args__", names)
     return cls
+
+
+def replace(record: T, **changes: Any) -> T:
+    """A copy of a `@value` record with some fields changed (`dataclasses.replace`, without the import)."""
+    names: tuple[str, ...] = type(record).__match_args__  # type: ignore[attr-defined]
+    unknown = sorted(set(changes) - set(names))
+    if unknown:
+        raise TypeError(f"{type(record).__name__} has no field {unknown[0]!r}")
+    return type(record)(**{name: changes.get(name, getattr(record, name)) for name in names})
+
+
+def fields_of(record: object) -> dict[str, Any]:
+    """The fields of a `@value` record in declaration order."""
+    return {name: getattr(record, name) for name in type(record).__match_args__}  # type: ignore[attr-defined]

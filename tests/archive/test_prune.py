@@ -23,7 +23,7 @@ def write(layout: Layout, days_ago: float, text: str | None, n: int) -> str:
               "head": "NONE", "text": text}
     name = f"{moment:%Y%m%d%H%M%S}-p{n}.json"
     layout.prompts_dir.mkdir(parents=True, exist_ok=True)
-    (layout.prompts_dir / name).write_bytes(rec.dumps(record))
+    (layout.prompts_dir / name).write_bytes(rec.dumps(rec.PromptRecord.from_members(record)))
     return name
 
 
@@ -40,7 +40,7 @@ def test_age_goes_first_then_the_oldest_bodies_until_the_rest_fit_the_cap() -> N
 
     for n, (days, size) in enumerate([(40, 10), (20, 10), (10, 10), (5, 10), (1, 10)]):
         stamp = (NOW - timedelta(days=days)).strftime("%Y%m%d%H%M%S")
-        entries.append(Entry(f"{stamp}-p{n}.json", layout.prompts_dir, {"text": "x" * size}, None, True))
+        entries.append(Entry(f"{stamp}-p{n}.json", layout.prompts_dir, rec.PromptRecord(rec.SCHEMA, text="x" * size), None, True))
     result = plan(entries, Bounds(max_days=30, max_bytes=25), NOW)
     assert [e.name[-7:] for e in result.victims] == ["p0.json", "p1.json", "p2.json"]
     assert result.body_bytes == 50 and result.bytes_left == 20

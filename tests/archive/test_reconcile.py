@@ -41,9 +41,9 @@ class History:
         self.count = 0
 
     def open_episode(self, sid: str, ps: str, opened: int, provider: str = "claude-code") -> None:
-        fields = {"session_id": sid, "started_at": at(opened), "provider": provider, "provider_session": ps,
-                  "worktree_id": self.here}
-        (self.layout.open_file(session_key(ps))).write_bytes(store.render_open(fields))
+        opened_file = store.OpenFile(session_id=sid, started_at=at(opened), provider=provider, provider_session=ps,
+                                     worktree_id=self.here)
+        (self.layout.open_file(session_key(ps))).write_bytes(opened_file.to_bytes())
 
     def context(self, sid: str, ps: str, opened: int, closed: int | None, provider: str = "claude-code") -> None:
         meta = [("schema", "session-context/v1"), ("kind", "session-context"), ("session_id", sid),
@@ -74,7 +74,7 @@ class History:
                 del record[key]
             record["repository"] = str(self.layout.root)
         name = f"{(BASE + timedelta(seconds=moment)):%Y%m%d%H%M%S}-prompt-{self.count}.json"
-        (self.layout.prompts_dir / name).write_bytes(rec.dumps(record))
+        (self.layout.prompts_dir / name).write_bytes(rec.dumps(rec.PromptRecord.from_members(record)))
         return name
 
     def read(self, name: str) -> dict:

@@ -35,7 +35,7 @@ def test_dumps_writes_the_spec_order_and_optionals_only_when_present() -> None:
     record = {"text": "t", "redacted": "assignment", "schema": rec.SCHEMA, "head": "h", "branch": "b", "cwd": None,
               "source": None, "worktree_id": "w", "repository_id": "r", "episode_link": "orphan", "episode": None,
               "session": None, "id": None, "event": "E", "provider": "p", "started_at": "2026-12-02T08:00:00Z"}
-    raw = rec.dumps(record)
+    raw = rec.dumps(rec.PromptRecord.from_members(record))
     assert list(json.loads(raw)) == [*rec.FIELDS, "redacted"]
     assert rec.is_pretty(raw)
     lines = raw.decode().splitlines()
@@ -44,11 +44,11 @@ def test_dumps_writes_the_spec_order_and_optionals_only_when_present() -> None:
 
 def test_a_legacy_repository_member_stays_after_cwd() -> None:
     record = {"schema": rec.SCHEMA, "text": "t", "cwd": "/c", "repository": "/r", "branch": "b"}
-    assert list(json.loads(rec.dumps(record))) == ["schema", "cwd", "repository", "branch", "text"]
+    assert list(json.loads(rec.dumps(rec.PromptRecord.from_members(record)))) == ["schema", "cwd", "repository", "branch", "text"]
 
 
 def test_a_lone_surrogate_survives_as_an_escape() -> None:
-    raw = rec.dumps({"schema": rec.SCHEMA, "text": "a\ud800b"})
+    raw = rec.dumps(rec.PromptRecord.from_members({"schema": rec.SCHEMA, "text": "a\ud800b"}))
     assert json.loads(raw)["text"] == "a\ud800b"
 
 
@@ -67,4 +67,4 @@ def test_a_record_this_writer_cannot_account_for_is_refused(raw: bytes, why: str
 def test_an_older_schema_id_and_its_members_are_accounted_for() -> None:
     old = {"schema": "majordomus.prompt/v1", "started_at": "2026-01-01T00:00:00Z", "provider": "claude-code",
            "repository": "/r", "model": "m", "duration_ms": 3, "text": "x"}
-    assert rec.parse(json.dumps(old).encode()) == old
+    assert rec.parse(json.dumps(old).encode()).members() == old

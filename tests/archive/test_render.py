@@ -20,11 +20,11 @@ from majordomus.archive.render import fence, render_md, render_yaml
 PROMPTS = Path(".ai/local/prompts")
 
 
-def sample(text: str | None = "hello", **extra: object) -> dict:
-    return {"schema": rec.SCHEMA, "started_at": "2026-12-02T08:00:00Z", "provider": "claude-code",
+def sample(text: str | None = "hello", **extra: object) -> rec.PromptRecord:
+    return rec.PromptRecord.from_members({"schema": rec.SCHEMA, "started_at": "2026-12-02T08:00:00Z", "provider": "claude-code",
             "event": "UserPromptSubmit", "id": "p-1", "session": "ps", "episode": "s-20261202080000-abcd",
             "episode_link": "open", "repository_id": "git@example.com:o/r.git", "worktree_id": "0123456789abcdef",
-            "source": None, "cwd": "/w|x`y", "branch": "main", "head": "a" * 40, "text": text, **extra}
+            "source": None, "cwd": "/w|x`y", "branch": "main", "head": "a" * 40, "text": text, **extra})
 
 
 @settings(max_examples=300, deadline=None)
@@ -33,7 +33,7 @@ def test_the_yaml_rendering_reads_back_as_the_record(text: str) -> None:
     record = sample(text)
     back = yaml.safe_load(render_yaml(record, "stem"))
     assert back.pop("record") == "stem.json"
-    assert back == record
+    assert back == record.members()
 
 
 @settings(max_examples=200, deadline=None)
@@ -64,7 +64,7 @@ def test_the_markdown_rendering_has_front_matter_a_table_and_the_prompt() -> Non
 def test_a_pruned_body_shows_the_tombstone_in_both_renderings() -> None:
     pruned = tombstoned(sample("secret plans"), "2026-12-03T00:00:00Z")
     sentence = (f"(the body was pruned by retention on 2026-12-03T00:00:00Z; it was 12 byte(s); sha256 "
-                f"{pruned['pruned_sha256']})")
+                f"{pruned.pruned_sha256})")
     md = render_md(pruned, "s")
     assert sentence in md and "Every other field of this record is unchanged." in md and "secret" not in md
     back = yaml.safe_load(render_yaml(pruned, "s"))
@@ -119,7 +119,7 @@ def test_render_reformats_an_older_one_line_record_and_refuses_what_it_cannot_ac
 def test_render_refuses_a_symlinked_archive_and_skips_symlinked_records(initialised_repo: Path, run_majordomus,
                                                                         tmp_path: Path) -> None:
     outside = tmp_path / "outside.json"
-    outside.write_text(json.dumps(sample("outside")))
+    outside.write_text(json.dumps(sample("outside").members()))
     os.chmod(outside, 0o644)
     archive = initialised_repo / PROMPTS
     (archive / "20261202080000-link.json").symlink_to(outside)

@@ -72,7 +72,7 @@ def test_eight_writers_of_fifty_prompts_into_overlapping_sessions_lose_nothing(i
     assert len(names) == 400
     texts = set()
     for name in names:
-        record = rec.parse((archive / name).read_bytes())
+        record = rec.parse((archive / name).read_bytes()).members()
         texts.add(record["text"])
         ps = record["session"]
         if ps == "nobody":

@@ -152,17 +152,14 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
     moment = now_utc()
     opened = store.read_open(layout, provider_session) if provider_session is not None else None
     branch, head = head_state(root)  # from .git's files: a prompt needs no status walk
-    record: dict[str, Any] = {
-        "schema": rec.SCHEMA, "started_at": rfc3339(moment), "provider": provider_name, "event": row.event,
-        "id": prompt_id, "session": provider_session,
-        "episode": opened["session_id"] if opened else None, "episode_link": "open" if opened else "orphan",
+    record = rec.PromptRecord(
+        schema=rec.SCHEMA, started_at=rfc3339(moment), provider=provider_name, event=row.event, id=prompt_id,
+        session=provider_session, episode=opened.session_id if opened else None,
+        episode_link="open" if opened else "orphan",
         # the open file carries the repository_id its start computed with the same function
-        "repository_id": (opened or {}).get("repository_id") or repository_id(root),
-        "worktree_id": worktree_id(root), "source": source, "cwd": redact(cwd)[0] if cwd else cwd,
-        "branch": branch, "head": head, "text": text,
-    }
-    if fired:
-        record["redacted"] = ",".join(fired)
+        repository_id=(opened.repository_id if opened else None) or repository_id(root),
+        worktree_id=worktree_id(root), source=source, cwd=redact(cwd)[0] if cwd else cwd, branch=branch,
+        head=head, text=text, redacted=",".join(fired) if fired else None)
     body = rec.dumps(record)
     stamp = moment.strftime("%Y%m%d%H%M%S")
     try:
@@ -191,5 +188,5 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
             touch_activity(layout, provider_session)
         except (OSError, MajordomusError):
             log(layout, provider_name, "the episode's last_activity_at could not be refreshed")
-    how = f"episode {opened['session_id']}, open" if opened else "orphan: no episode open for its provider session"
+    how = f"episode {opened.session_id}, open" if opened else "orphan: no episode open for its provider session"
     return CaptureReport(0, f"capture prompt: archived as {rel}/{name} ({how})")

@@ -71,10 +71,10 @@ def _provenance(entries: list[Entry], rel: str) -> list[Finding]:
         r = entry.record
         if r is None:
             continue  # reported under `capture`
-        link = r.get("episode_link")
-        if link is None and "episode_link" not in r:
+        link = r.episode_link
+        if link is None and "episode_link" not in r.present:
             missing += 1
-        elif link not in rec.LINKS or (link in rec.LINKED) != isinstance(r.get("episode"), str):
+        elif link not in rec.LINKS or (link in rec.LINKED) != isinstance(r.episode, str):
             unknown += 1  # a word outside the five, or a link word whose episode says otherwise
         elif link in rec.LINKED:
             linked += 1
@@ -103,9 +103,9 @@ def _retention(layout: Layout, entries: list[Entry]) -> list[Finding]:
     cutoff = (now_utc() - timedelta(days=limits.max_days)).strftime("%Y%m%d%H%M%S")
     total = old = 0
     for entry in entries:
-        if entry.record is None or not isinstance(entry.record.get("text"), str):
+        if entry.record is None or entry.record.text is None:
             continue
-        total += rec.body_bytes(entry.record)
+        total += entry.record.body_bytes
         old += age_key(entry) < cutoff
     out: list[Finding] = []
     if old:
@@ -131,7 +131,7 @@ def _shape(layout: Layout, entries: list[Entry], rel: str) -> list[Finding]:
     if ugly:
         out.append(Finding("FAIL", "capture", rel, f"{len(ugly)} record(s) are not in the pretty one-member-per-line "
                            "shape of majordomus.capture/v1", RENDER))
-    leaky = [e for e in entries if e.record is not None and any(w in k for k in e.record for w in FORBIDDEN)]
+    leaky = [e for e in entries if e.record is not None and any(w in k for k in e.record.members() for w in FORBIDDEN)]
     if leaky:
         out.append(Finding("FAIL", "capture", rel, f"{len(leaky)} record(s) carry a member that looks like a model "
                            "response or transcript; the archive keeps what the person typed, nothing else"))

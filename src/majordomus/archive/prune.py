@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from majordomus import ledger
 from majordomus.archive import record as rec
@@ -19,6 +18,7 @@ from majordomus.errors import ContractError
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import Layout
 from majordomus.policy import load_policy
+from majordomus.values import replace
 
 
 
@@ -42,7 +42,7 @@ def age_key(entry: Entry) -> str:
     """The capture second a body's age is counted from: the file name's stamp, else its `started_at`."""
     stamp = rec.name_stamp(entry.name)
     if stamp is None and entry.record is not None:
-        stamp = "".join(ch for ch in str(entry.record.get("started_at") or "") if ch.isdigit())[:14] or None
+        stamp = "".join(ch for ch in (entry.record.started_at or "") if ch.isdigit())[:14] or None
     return stamp or "99999999999999"  # no time at all: never too old, still counted against the cap
 
 
@@ -65,8 +65,8 @@ def plan(entries: list[Entry], limits: Bounds, now: datetime) -> Result:
         if entry.record is None:
             result.refused += 1
             continue
-        size = rec.body_bytes(entry.record)
-        if isinstance(entry.record.get("text"), str):
+        size = entry.record.body_bytes
+        if entry.record.text is not None:
             bodies.append((age_key(entry), entry.name, entry, size))
             result.body_bytes += size
     bodies.sort(key=lambda b: (b[0], b[1]))  # oldest first
@@ -80,14 +80,11 @@ def plan(entries: list[Entry], limits: Bounds, now: datetime) -> Result:
     return result
 
 
-def tombstoned(record: dict[str, Any], at: str) -> dict[str, Any]:
+def tombstoned(record: rec.PromptRecord, at: str) -> rec.PromptRecord:
     """The record with its body taken: every other field unchanged, the tombstone fields added."""
-    body = str(record.get("text")).encode("utf-8", "surrogatepass")
-    new = dict(record)
-    new["text"] = None
-    new["pruned_at"] = at
-    new["pruned_bytes"] = len(body)
-    new["pruned_sha256"] = hashlib.sha256(body).hexdigest()
+    body = str(record.text).encode("utf-8", "surrogatepass")
+    new = replace(record, text=None, pruned_at=at, pruned_bytes=len(body),
+                  pruned_sha256=hashlib.sha256(body).hexdigest())
     return new
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from majordomus import ledger
 from majordomus.archive import record as rec
@@ -18,6 +17,7 @@ from majordomus.episodes import store
 from majordomus.archive.scan import Entry, has_archive, lock_archive, rewrite, scan
 from majordomus.identity import now_utc, parse_rfc3339, repository_id, worktree_id
 from majordomus.layout import Layout
+from majordomus.values import replace
 
 
 
@@ -44,36 +44,37 @@ class Evidence:
 
 def gather(layout: Layout) -> Evidence:
     here = worktree_id(layout.root)
-    records = {meta["session_id"]: meta for _, meta in store.closed_records(layout)}
+    records = {found.session_id: found for _, found in store.closed_records(layout)}
     ev = Evidence()
 
-    def add(ps: Any, window: Window) -> None:
-        if isinstance(ps, str) and ps and window.session_id not in ev.claimed:
+    def add(ps: str | None, window: Window) -> None:
+        if ps and window.session_id not in ev.claimed:
             ev.by_session.setdefault(ps, []).append(window)
             ev.claimed.add(window.session_id)
 
     for episode in store.open_episodes(layout):
-        f = episode.fields
-        opened = parse_rfc3339(str(f.get("started_at")))
+        f = episode.file
+        opened = parse_rfc3339(str(f.started_at))
         if opened is not None:
-            add(f.get("provider_session"), Window(f["session_id"], f.get("provider"), opened, None, "open"))
-    for ctx in store.context_windows(layout):
+            add(f.provider_session, Window(f.session_id, f.provider, opened, None, "open"))
+    for ctx in store.working_contexts(layout):
         opened = parse_rfc3339(ctx.opened_at)
         if opened is None:
             continue
-        closed_text = ctx.closed_at or records.get(ctx.session_id, {}).get("closed_at")
+        written = records.get(ctx.session_id)
+        closed_text = ctx.closed_at or (written.closed_at if written else None)
         closed = parse_rfc3339(str(closed_text)) if closed_text else None
         if closed is None:
             # neither open nor closed on any evidence: its end is unknown, so it contains nothing but its opening
             closed = opened
         add(ctx.provider_session, Window(ctx.session_id, ctx.provider, opened, closed, "session-context"))
-    for sid, meta in records.items():
-        if sid in ev.claimed or meta.get("worktree_id") not in (here, None):
+    for sid, found in records.items():
+        if sid in ev.claimed or found.worktree_id not in (here, None):
             continue
-        opened = parse_rfc3339(str(meta.get("started_at")))
-        closed = parse_rfc3339(str(meta.get("closed_at")))
+        opened = parse_rfc3339(str(found.started_at))
+        closed = parse_rfc3339(str(found.closed_at))
         if opened is not None and closed is not None:
-            ev.closed.append(Window(sid, meta.get("provider"), opened, closed, "ledger"))
+            ev.closed.append(Window(sid, found.provider, opened, closed, "ledger"))
     return ev
 
 
@@ -84,7 +85,7 @@ class Result:
     already: int = 0
     unlinked: int = 0
     refused: int = 0
-    changes: list[tuple[Entry, dict[str, Any]]] = field(default_factory=list)
+    changes: list[tuple[Entry, rec.PromptRecord]] = field(default_factory=list)
 
     def sentence(self, dry_run: bool) -> str:
         if dry_run:
@@ -98,12 +99,11 @@ class Result:
         return line
 
 
-def _is_here(record: dict[str, Any], root: Path, here: str) -> bool:
+def _is_here(record: rec.PromptRecord, root: Path, here: str) -> bool:
     """Whether a record was captured in this worktree (tier 3 only links what happened here)."""
-    wt = record.get("worktree_id")
-    if wt is not None:
-        return bool(wt == here)
-    repo = record.get("repository")
+    if record.worktree_id is not None:
+        return record.worktree_id == here
+    repo = record.legacy_value("repository")
     return repo is None or repo == str(root)
 
 
@@ -118,17 +118,16 @@ def plan(layout: Layout, entries: list[Entry], ev: Evidence, now: datetime) -> R
         r = entry.record
         if r is None:
             continue
-        ps = r.get("session")
-        if isinstance(ps, str) and ps and ps not in ev.by_session and _is_here(r, root, here):
+        ps = r.session
+        if ps and ps not in ev.by_session and _is_here(r, root, here):
             spans.setdefault(ps, []).append(i)
-        if rec.is_linked(r):
+        if r.is_linked:
             continue
-        moment = parse_rfc3339(str(r.get("started_at")))
+        moment = parse_rfc3339(str(r.started_at))
         decided[i] = None
-        if not isinstance(ps, str) or moment is None or ps not in ev.by_session:
+        if not ps or moment is None or ps not in ev.by_session:
             continue
-        hits = [w for w in ev.by_session[ps] if w.contains(moment, now)
-                and (w.provider in (None, r.get("provider")))]
+        hits = [w for w in ev.by_session[ps] if w.contains(moment, now) and (w.provider in (None, r.provider))]
         if len(hits) == 1:  # two windows holding one moment: refuse to choose
             decided[i] = (hits[0].session_id, hits[0].tier)
     # tier 3: the whole span of a provider session inside exactly one unclaimed closed episode
@@ -136,8 +135,9 @@ def plan(layout: Layout, entries: list[Entry], ev: Evidence, now: datetime) -> R
     for ps, indexes in spans.items():
         if not any(i in decided for i in indexes):
             continue  # nothing of this session waits for a link
-        moments = [parse_rfc3339(str(entries[i].record.get("started_at"))) for i in indexes]  # type: ignore[union-attr]
-        providers = {entries[i].record.get("provider") for i in indexes}  # type: ignore[union-attr]
+        records = [entry.record for entry in (entries[i] for i in indexes) if entry.record is not None]
+        moments = [parse_rfc3339(str(r.started_at)) for r in records]
+        providers = {r.provider for r in records}
         if any(m is None for m in moments) or len(providers) != 1:
             continue
         first, last = min(moments), max(moments)  # type: ignore[type-var]
@@ -164,28 +164,26 @@ def plan(layout: Layout, entries: list[Entry], ev: Evidence, now: datetime) -> R
             result.already += 1
             continue
         change = decided[i]
-        new = dict(r)
         if change is not None:
-            new["episode"], new["episode_link"] = change
+            new = replace(r, episode=change[0], episode_link=change[1])
             result.linked += 1
         else:
-            new["episode"] = None
-            new["episode_link"] = "orphan" if r.get("episode_link") == "orphan" else "unlinked-legacy"
+            new = replace(r, episode=None, episode_link="orphan" if r.episode_link == "orphan" else "unlinked-legacy")
             result.unlinked += 1
-        _complete(new, root, here)
+        new = _complete(new, root, here)
         if new != r or not entry.pretty:
             result.changes.append((entry, new))
     return result
 
 
-def _complete(record: dict[str, Any], root: Path, here: str) -> None:
+def _complete(record: rec.PromptRecord, root: Path, here: str) -> rec.PromptRecord:
     """A legacy record gains every field of the current order; identity only when it was captured here."""
-    if "worktree_id" not in record or "repository_id" not in record:
-        mine = record.get("repository") in (None, str(root))
-        record.setdefault("repository_id", _repository_id(root) if mine else None)
-        record.setdefault("worktree_id", here if mine else None)
-    for key in rec.FIELDS:
-        record.setdefault(key, None)
+    mine = record.legacy_value("repository") in (None, str(root))
+    if "repository_id" not in record.present:
+        record = replace(record, repository_id=_repository_id(root) if mine else None)
+    if "worktree_id" not in record.present:
+        record = replace(record, worktree_id=here if mine else None)
+    return record.completed()
 
 
 _REPO_ID: dict[Path, str] = {}

@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import os
 import re
+
+from majordomus.values import fields_of, replace, value
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -58,23 +61,90 @@ def slug(text: str | None, fallback: str | None = None) -> str:
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-def ordered(record: dict[str, Any]) -> dict[str, Any]:
-    """The record's members in the one order: SPEC fields, a legacy `repository` after `cwd`, then optionals."""
-    out: dict[str, Any] = {}
-    for key in FIELDS:
-        if key in record:
-            out[key] = record[key]
-        if key == "cwd" and "repository" in record:
-            out["repository"] = record["repository"]
-    for key in LEGACY + OPTIONAL:
-        if key in record and key not in out:
-            out[key] = record[key]
-    return out
+@value
+class PromptRecord:
+    """One prompt record (SPEC 5.2). `present` names the members the file has: an older record may lack some,
+    and a rewrite never invents what a reader did not find (reconcile's `completed` adds them on purpose)."""
+
+    schema: str
+    started_at: str | None = None
+    provider: str | None = None
+    event: str | None = None
+    id: str | None = None
+    session: str | None = None
+    episode: str | None = None
+    episode_link: str | None = None
+    repository_id: str | None = None
+    worktree_id: str | None = None
+    source: str | None = None
+    cwd: str | None = None
+    branch: str | None = None
+    head: str | None = None
+    text: str | None = None
+    redacted: str | None = None
+    pruned_at: str | None = None
+    pruned_bytes: int | None = None
+    pruned_sha256: str | None = None
+    legacy: tuple[tuple[str, Any], ...] = ()  # members an older writer put there, verbatim (REFERENCE 8.1)
+    present: frozenset[str] = frozenset(FIELDS)
+
+    @property
+    def is_linked(self) -> bool:
+        return self.episode_link in LINKED and isinstance(self.episode, str)
+
+    @property
+    def body_bytes(self) -> int:
+        """What a body weighs against the retention cap: its UTF-8 bytes (0 when pruned or absent)."""
+        return 0 if self.text is None else len(self.text.encode("utf-8", "surrogatepass"))
+
+    def legacy_value(self, key: str) -> Any:
+        return dict(self.legacy).get(key)
+
+    def completed(self) -> PromptRecord:
+        """With every member of the current order present (null where unknown)."""
+        return replace(self, present=self.present | frozenset(FIELDS))
+
+    def members(self) -> dict[str, Any]:
+        """The record's members in the one order: SPEC fields, a legacy `repository` after `cwd`, then optionals."""
+        own = fields_of(self)
+        legacy = dict(self.legacy)
+        out: dict[str, Any] = {}
+        for key in FIELDS:
+            if key in self.present or own[key] is not None:
+                out[key] = own[key]
+            if key == "cwd" and "repository" in legacy:
+                out["repository"] = legacy["repository"]
+        for key in LEGACY:
+            if key in legacy and key not in out:
+                out[key] = legacy[key]
+        for key in OPTIONAL:
+            if own[key] is not None:
+                out[key] = own[key]
+        return out
+
+    @classmethod
+    def from_members(cls, members: dict[str, Any]) -> PromptRecord:
+        """The record of a parsed JSON object; RecordError for what this writer could not rewrite whole."""
+        unknown = sorted(k for k in members if k not in KNOWN)
+        if unknown:
+            raise RecordError(f"has member(s) this writer does not know: {', '.join(unknown[:5])}")
+        nested = sorted(k for k, v in members.items() if isinstance(v, (dict, list)))
+        if nested:
+            raise RecordError(f"has nested member(s): {', '.join(nested[:5])}")
+        if members.get("schema") not in (SCHEMA, *LEGACY_SCHEMAS):
+            raise RecordError("names no schema this writer knows")
+        wrong = sorted(k for k in (*FIELDS, *OPTIONAL) if k != "pruned_bytes" and members.get(k) is not None
+                       and not isinstance(members[k], str))
+        if wrong or not isinstance(members.get("pruned_bytes", 0), (int, type(None))):
+            raise RecordError(f"has a member of the wrong type: {', '.join(wrong[:5]) or 'pruned_bytes'}")
+        own = {k: members[k] for k in (*FIELDS, *OPTIONAL) if k in members}
+        legacy = tuple((k, members[k]) for k in LEGACY if k in members)
+        return cls(**own, legacy=legacy, present=frozenset(k for k in FIELDS if k in members))
 
 
-def dumps(record: dict[str, Any]) -> bytes:
+def dumps(record: PromptRecord) -> bytes:
     """Pretty JSON, one member per line, the order above: line 1 `{`, line 2 the schema, last line `}`."""
-    body = ordered(record)
+    body = record.members()
     try:
         return (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate from a `\ud800` escape: keep it, escaped
@@ -103,43 +173,23 @@ def read_bytes(path: Path) -> bytes:
     return b"".join(chunks)
 
 
-def parse(raw: bytes) -> dict[str, Any]:
-    """The record, or RecordError when a member is unknown or nested (this writer could not rewrite it whole)."""
+def parse(raw: bytes) -> PromptRecord:
+    """The record, or RecordError when a member is unknown, nested or mistyped (this writer could not rewrite it whole)."""
     try:
-        value = json.loads(raw)
+        found = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise RecordError("does not parse as JSON") from exc
-    if not isinstance(value, dict):
+    if not isinstance(found, dict):
         raise RecordError("is not a JSON object")
-    unknown = sorted(k for k in value if k not in KNOWN)
-    if unknown:
-        raise RecordError(f"has member(s) this writer does not know: {', '.join(unknown[:5])}")
-    nested = sorted(k for k, v in value.items() if isinstance(v, (dict, list)))
-    if nested:
-        raise RecordError(f"has nested member(s): {', '.join(nested[:5])}")
-    if value.get("schema") not in (SCHEMA, *LEGACY_SCHEMAS):
-        raise RecordError("names no schema this writer knows")
-    return value
+    return PromptRecord.from_members(found)
 
 
-def load(path: Path) -> dict[str, Any]:
+def load(path: Path) -> PromptRecord:
     try:
         raw = read_bytes(path)
     except OSError as exc:
         raise RecordError(f"cannot be read ({exc.strerror or type(exc).__name__})") from exc
     return parse(raw)
-
-
-def is_linked(record: dict[str, Any]) -> bool:
-    return record.get("episode_link") in LINKED and isinstance(record.get("episode"), str)
-
-
-def body_bytes(record: dict[str, Any]) -> int:
-    """What a body weighs against the retention cap: its UTF-8 bytes (0 when pruned or absent)."""
-    text = record.get("text")
-    if not isinstance(text, str):
-        return 0
-    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def name_stamp(name: str) -> str | None:

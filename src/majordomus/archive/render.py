@@ -38,28 +38,28 @@ def _is_block_safe(text: str) -> bool:
             and not text.endswith("\n") and text[0] not in " \n\t")
 
 
-def tombstone(record: dict[str, Any]) -> str | None:
+def tombstone(record: rec.PromptRecord) -> str | None:
     """The sentence both renderings show in place of a pruned body."""
-    if record.get("text") is not None or "pruned_at" not in record:
+    if record.text is not None or record.pruned_at is None:
         return None
-    return (f"(the body was pruned by retention on {record.get('pruned_at')}; it was "
-            f"{record.get('pruned_bytes')} byte(s); sha256 {record.get('pruned_sha256')})")
+    return (f"(the body was pruned by retention on {record.pruned_at}; it was "
+            f"{record.pruned_bytes} byte(s); sha256 {record.pruned_sha256})")
 
 
 TOMBSTONE_NOTE = "Every other field of this record is unchanged."
 
 
-def _meta(record: dict[str, Any], stem: str) -> list[str]:
-    body = rec.ordered(record)
+def _meta(record: rec.PromptRecord, stem: str) -> list[str]:
+    body = record.members()
     lines = [f"{key}: {yaml_scalar(value)}" for key, value in body.items() if key != "text"]
     lines.append(f"record: {yaml_scalar(stem + '.json')}")
     return lines
 
 
-def render_yaml(record: dict[str, Any], stem: str) -> str:
+def render_yaml(record: rec.PromptRecord, stem: str) -> str:
     lines = _meta(record, stem)
-    text = record.get("text")
-    if isinstance(text, str) and _is_block_safe(text):
+    text = record.text
+    if text is not None and _is_block_safe(text):
         lines.append("text: |-")
         lines.extend(f"  {line}" if line else "" for line in text.split("\n"))
     else:
@@ -89,33 +89,34 @@ def _pair(*values: Any) -> str | None:
     return " · ".join(shown) if shown else None
 
 
-def render_md(record: dict[str, Any], stem: str) -> str:
-    started = str(record.get("started_at") or "")
+def render_md(record: rec.PromptRecord, stem: str) -> str:
+    started = record.started_at or ""
     when = started.replace("T", " ").replace("Z", " UTC") if started else "unknown time"
-    head = record.get("head")
-    short = head[:7] if isinstance(head, str) and head != "NONE" else head
+    head = record.head
+    short = head[:7] if head is not None and head != "NONE" else head
+    old = record.legacy_value
     rows = [
-        ("Started", _pair(record.get("started_at"))),
-        ("Finished", _pair(record.get("finished_at"))),
-        ("Provider", _pair(record.get("provider"), record.get("event"))),
-        ("Model", _pair(record.get("model"), record.get("effort"))),
-        ("Episode", _pair(record.get("episode"), record.get("episode_link"))),
-        ("Session", _pair(record.get("session"))),
-        ("Prompt", _pair(record.get("id"))),
-        ("Source", _pair(record.get("source"))),
-        ("Repository", _pair(record.get("repository_id") or record.get("repository"))),
-        ("Branch", _pair(record.get("branch"), short)),
-        ("Directory", _pair(record.get("cwd"))),
-        ("Redacted", _pair(record.get("redacted"))),
-        ("Schema", _pair(record.get("schema"))),
+        ("Started", _pair(record.started_at)),
+        ("Finished", _pair(old("finished_at"))),
+        ("Provider", _pair(record.provider, record.event)),
+        ("Model", _pair(old("model"), old("effort"))),
+        ("Episode", _pair(record.episode, record.episode_link)),
+        ("Session", _pair(record.session)),
+        ("Prompt", _pair(record.id)),
+        ("Source", _pair(record.source)),
+        ("Repository", _pair(record.repository_id or old("repository"))),
+        ("Branch", _pair(record.branch, short)),
+        ("Directory", _pair(record.cwd)),
+        ("Redacted", _pair(record.redacted)),
+        ("Schema", _pair(record.schema)),
         ("Record", _pair(stem + ".json")),
     ]
     lines = ["---", *_meta(record, stem), "---", f"# Prompt — {when}", "", "| | |", "|---|---|"]
     lines.extend(f"| {label} | {value} |" for label, value in rows if value is not None)
     lines += ["", "## PROMPT", ""]
-    text = record.get("text")
+    text = record.text
     sentence = tombstone(record)
-    if isinstance(text, str):
+    if text is not None:
         mark = fence(text)
         lines += [mark, text if text.endswith("\n") else text + "\n"]
         lines[-1] += mark
@@ -130,7 +131,7 @@ def _encode(text: str) -> bytes:
     return text.encode("utf-8", "replace")  # a lone surrogate cannot be UTF-8; the record keeps it escaped
 
 
-def write_renderings(directory: Path, stem: str, record: dict[str, Any]) -> None:
+def write_renderings(directory: Path, stem: str, record: rec.PromptRecord) -> None:
     """Both renderings, each atomically and 0600; a symlink under either name is refused."""
     write_atomic(directory / f"{stem}.md", _encode(render_md(record, stem)), PRIVATE_FILE)
     write_atomic(directory / f"{stem}.yaml", _encode(render_yaml(record, stem)), PRIVATE_FILE)

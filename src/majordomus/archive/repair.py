@@ -14,6 +14,7 @@ from majordomus.archive.render import write_renderings
 from majordomus.archive.scan import scan
 from majordomus.errors import RefusedError
 from majordomus.layout import PRIVATE_DIR, PRIVATE_FILE, Layout, write_atomic
+from majordomus.values import replace
 
 STALE_TEMP_SECONDS = 600  # a capture's temp file older than this belongs to a process that died
 
@@ -59,10 +60,11 @@ def render_all(layout: Layout, *, force: bool = False) -> tuple[int, int, list[s
         if has_both and entry.pretty and not force:
             continue
         try:
+            record = entry.record
             if not entry.pretty:  # an older one-line record, every member known and scalar: reformat, re-stamp
-                entry.record["schema"] = rec.SCHEMA
-                write_atomic(entry.path, rec.dumps(entry.record), PRIVATE_FILE)
-            write_renderings(directory, entry.stem, entry.record)
+                record = replace(record, schema=rec.SCHEMA)
+                write_atomic(entry.path, rec.dumps(record), PRIVATE_FILE)
+            write_renderings(directory, entry.stem, record)
             written += 2
         except RefusedError:  # a symlink under a rendering's name
             refused.append(entry.name)

@@ -10,11 +10,11 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from majordomus.archive import record as rec
 from majordomus.archive.render import write_renderings
 from majordomus.layout import PRIVATE_FILE, Layout, file_lock, write_atomic
+from majordomus.values import replace
 
 
 @dataclass
@@ -23,7 +23,7 @@ class Entry:
 
     name: str
     path: Path
-    record: dict[str, Any] | None
+    record: rec.PromptRecord | None
     problem: str | None
     pretty: bool
 
@@ -69,9 +69,9 @@ def lock_archive(layout: Layout) -> Iterator[None]:
         yield
 
 
-def rewrite(layout: Layout, entry: Entry, record: dict[str, Any]) -> None:
+def rewrite(layout: Layout, entry: Entry, record: rec.PromptRecord) -> None:
     """Replace a record atomically (never a partial file under its name), then both renderings."""
-    record["schema"] = rec.SCHEMA
+    record = replace(record, schema=rec.SCHEMA)
     write_atomic(entry.path, rec.dumps(record), PRIVATE_FILE)
     entry.record = record
     entry.pretty = True

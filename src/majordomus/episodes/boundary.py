@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from datetime import datetime
     from typing import Any
 
 from majordomus import ledger
@@ -20,7 +21,7 @@ from majordomus.identity import (compact_stamp, head_state, name_key, new_episod
 from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock, write_atomic
 from majordomus.clients.providers import Provider
 from majordomus.simple_yaml import yaml_lines
-from majordomus.values import value
+from majordomus.values import replace, value
 
 LIST_LIMIT = 200  # changed files and commits kept in a record; the record says when a list was cut
 LIST_SECONDS = 0.5  # what git may spend on each list at the close
@@ -69,45 +70,41 @@ def start_episode(layout: Layout, b: Boundary) -> Drawn:
     with file_lock(_lock(layout, key)):
         existing = store.read_open_file(layout.open_file(key))
         if existing is not None:
-            return Drawn(f"session {existing['session_id']} already open here since {existing.get('started_at')}; kept",
-                         session_id=existing["session_id"])
+            return Drawn(f"session {existing.session_id} already open here since {existing.started_at}; kept",
+                         session_id=existing.session_id)
         moment = now_utc()
         sid = new_episode_id(moment)
         tree = tree_state(layout.root)
         at = rfc3339(moment)
-        fields: dict[str, Any] = {
-            "session_id": sid, "started_at": at, "provider": b.provider.name,
-            "provider_session": b.provider_session, "owner": owner(),
-            "repository_id": repository_id(layout.root), "worktree": str(layout.root),
-            "worktree_id": worktree_id(layout.root), "branch": tree.branch, "start_head": tree.head,
-            "start_working_tree": tree.working_tree, "last_activity_at": at, "compactions": 0,
-            "held_by": None, "detached_at": None,
-        }
-        if b.source:
-            fields["source"] = b.source
+        opened = store.OpenFile(
+            session_id=sid, started_at=at, provider=b.provider.name, provider_session=b.provider_session,
+            owner=owner(), repository_id=repository_id(layout.root), worktree=str(layout.root),
+            worktree_id=worktree_id(layout.root), branch=tree.branch, start_head=tree.head,
+            start_working_tree=tree.working_tree, last_activity_at=at,
+            extra=(("source", b.source),) if b.source else ())
         ensure_dir(layout.sessions_open)
-        write_atomic(layout.open_file(key), store.render_open(fields))
+        write_atomic(layout.open_file(key), opened.to_bytes())
         write_atomic(layout.session_current, ("\n".join(yaml_lines(
             [("session_id", sid), ("provider_session", b.provider_session), ("key", key)])) + "\n").encode())
-        _write_context(layout, fields, moment)
+        _write_context(layout, opened, tree.head)
         ledger.append(layout, "session.started", session=sid, head=tree.head, branch=tree.branch, at=moment,
-                      provider=b.provider.name, provider_session=b.provider_session, owner=fields["owner"],
+                      provider=b.provider.name, provider_session=b.provider_session, owner=opened.owner,
                       **({"source": b.source} if b.source else {}))
     return Drawn(f"session {sid} opened at {at} (head {tree.head[:7]})", opened=True, session_id=sid)
 
 
-def _write_context(layout: Layout, fields: dict[str, Any], moment: Any) -> None:
-    opened_by = "connection" if fields["provider"] == "generic" else "hook"
-    meta = [("schema", "session-context/v1"), ("kind", "session-context"), ("session_id", fields["session_id"]),
-            ("opened_at", fields["started_at"]), ("opened_by", opened_by), ("provider", fields["provider"]),
-            ("provider_session", fields["provider_session"]), ("worktree_id", fields["worktree_id"]),
-            ("branch", fields["branch"]), ("head", fields["start_head"])]
-    body = ["---", *yaml_lines(meta), "---", f"# Working context of session {fields['session_id']}", "",
+def _write_context(layout: Layout, opened: store.OpenFile, head: str) -> None:
+    opened_by = "connection" if opened.is_connection else "hook"
+    meta = [("schema", "session-context/v1"), ("kind", "session-context"), ("session_id", opened.session_id),
+            ("opened_at", opened.started_at), ("opened_by", opened_by), ("provider", opened.provider),
+            ("provider_session", opened.provider_session), ("worktree_id", opened.worktree_id),
+            ("branch", opened.branch), ("head", head)]
+    body = ["---", *yaml_lines(meta), "---", f"# Working context of session {opened.session_id}", "",
             "## Context at open", "",
-            f"Opened by {fields['provider']} ({opened_by}) on branch {fields['branch']} at "
-            f"{fields['start_head'][:7]}, working tree {fields['start_working_tree']}.", "", "## Notes", ""]
+            f"Opened by {opened.provider} ({opened_by}) on branch {opened.branch} at "
+            f"{head[:7]}, working tree {opened.start_working_tree}.", "", "## Notes", ""]
     ensure_dir(layout.contexts_dir)
-    write_atomic(context_path(layout, fields["session_id"], fields["started_at"]), ("\n".join(body) + "\n").encode())
+    write_atomic(context_path(layout, opened.session_id, str(opened.started_at)), ("\n".join(body) + "\n").encode())
 
 
 def context_path(layout: Layout, session_id: str, started_at: str) -> Path:
@@ -120,41 +117,36 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
     key = session_key(provider_session)
     with file_lock(_lock(layout, key)):
         path = layout.open_file(key)
-        fields = store.read_open_file(path)
-        if fields is None:
+        opened = store.read_open_file(path)
+        if opened is None:
             return f"no open episode here for provider session {provider_session}; nothing to close"
-        sid = fields["session_id"]
-        record = store.find_record(layout, sid)
-        if record is not None:
+        sid = opened.session_id
+        written = store.find_record(layout, sid)
+        if written is not None:
             path.unlink(missing_ok=True)
-            return f"episode {sid} already has a record at {_rel(layout, record)}; this close adds none"
+            return f"episode {sid} already has a record at {_rel(layout, written)}; this close adds none"
         moment = now_utc()
         tree = tree_state(layout.root, with_status=False)  # one full status below serves both lists
         changed, changed_cut = _changed_files(layout.root)
-        commits, commits_cut = _commits(layout.root, str(fields.get("start_head", "NONE")), tree.head)
+        commits, commits_cut = _commits(layout.root, opened.start_head or "NONE", tree.head)
         working = "unknown" if changed_cut is None else ("dirty" if any(not c.startswith("??") for c in changed)
                                                          else "clean")
-        meta: list[tuple[str, Any]] = [
-            ("schema", "session/v1"), ("kind", "session"), ("session_id", sid), ("provider", fields.get("provider")),
-            ("started_at", fields.get("started_at")), ("closed_at", rfc3339(moment)), ("outcome", outcome),
-            ("end_reason", reason), ("repository_id", repository_id(layout.root)),
-            ("worktree_id", worktree_id(layout.root)), ("branch", tree.branch),
-            ("start_head", fields.get("start_head")), ("head", tree.head),
-            ("start_working_tree", fields.get("start_working_tree")), ("working_tree", working),
-            ("changed_files", changed), ("commits", commits), ("compactions", int(fields.get("compactions") or 0)),
-            ("title", f"Session {sid} on {tree.branch}"),
-        ]
-        cut = [name for name, flag in (("changed_files", changed_cut), ("commits", commits_cut)) if flag]
-        if cut:
-            meta.append(("truncated", cut))
-        text = "\n".join(["---", *yaml_lines(meta), "---", ""]) + "\n"
+        cut = tuple(name for name, flag in (("changed_files", changed_cut), ("commits", commits_cut)) if flag)
+        record = store.SessionRecord(
+            session_id=sid, provider=opened.provider, started_at=opened.started_at, closed_at=rfc3339(moment),
+            outcome=outcome, end_reason=reason, repository_id=repository_id(layout.root),
+            worktree_id=worktree_id(layout.root), branch=tree.branch, start_head=opened.start_head, head=tree.head,
+            start_working_tree=opened.start_working_tree, working_tree=working, changed_files=tuple(changed),
+            commits=tuple(commits), compactions=opened.compactions, title=f"Session {sid} on {tree.branch}",
+            truncated=cut)
+        text = record.to_text()
         name = (f"{compact_stamp(moment)}--{sid}--{name_key(tree.branch)}--{tree.head[:7]}--"
                 f"{os.urandom(8).hex()}.md")
         ensure_dir(layout.sessions_dir, 0o755)
         target = layout.sessions_dir / name
         create_exclusive(target, text.encode("utf-8"), 0o644)  # tracked and shared: readable like source
         rel = _rel(layout, target)
-        _append_close(layout, fields, moment, outcome, reason, tree.head, rel)
+        _append_close(layout, opened, moment, outcome, reason, tree.head, rel)
         ledger.append(layout, "session.closed", session=sid, head=tree.head, branch=tree.branch, at=moment,
                       outcome=outcome, reason=reason, session_path=rel)
         path.unlink(missing_ok=True)  # only now: the record is safely on disk
@@ -163,9 +155,9 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
     return f"episode closed ({outcome}, {because}) into {rel}"
 
 
-def _append_close(layout: Layout, fields: dict[str, Any], moment: Any, outcome: str, reason: str | None,
+def _append_close(layout: Layout, opened: store.OpenFile, moment: datetime, outcome: str, reason: str | None,
                   head: str, rel: str) -> None:
-    path = context_path(layout, fields["session_id"], str(fields.get("started_at")))
+    path = context_path(layout, opened.session_id, str(opened.started_at))
     close = ["", "## Close", *yaml_lines([("closed_at", rfc3339(moment)), ("outcome", outcome),
                                                 ("reason", reason), ("head", head), ("record", rel)])]
     try:
@@ -175,8 +167,7 @@ def _append_close(layout: Layout, fields: dict[str, Any], moment: Any, outcome: 
 
 
 def _release_pointer(layout: Layout, sid: str) -> None:
-    current = store.read_open_file(layout.session_current)
-    if current is not None and current.get("session_id") == sid:
+    if store.read_pointer(layout) == sid:
         layout.session_current.unlink(missing_ok=True)
 
 
@@ -210,16 +201,15 @@ def count_compaction(layout: Layout, b: Boundary) -> str:
     assert b.provider_session is not None
     key = session_key(b.provider_session)
     with file_lock(_lock(layout, key)):
-        fields = store.read_open_file(layout.open_file(key))
-        if fields is None:
+        opened = store.read_open_file(layout.open_file(key))
+        if opened is None:
             return f"no open episode here for provider session {b.provider_session}; compaction not counted"
-        fields["compactions"] = int(fields.get("compactions") or 0) + 1
-        fields["last_activity_at"] = rfc3339(now_utc())
-        write_atomic(layout.open_file(key), store.render_open(fields))
+        opened = replace(opened, compactions=opened.compactions + 1, last_activity_at=rfc3339(now_utc()))
+        write_atomic(layout.open_file(key), opened.to_bytes())
         branch, head = head_state(layout.root)
-        ledger.append(layout, "session.compacted", session=fields["session_id"], head=head, branch=branch,
-                      provider=b.provider.name, compactions=fields["compactions"])
-    return f"session {fields['session_id']} compacted (compaction {fields['compactions']})"
+        ledger.append(layout, "session.compacted", session=opened.session_id, head=head, branch=branch,
+                      provider=b.provider.name, compactions=opened.compactions)
+    return f"session {opened.session_id} compacted (compaction {opened.compactions})"
 
 
 def update_open(layout: Layout, provider_session: str, **changes: Any) -> bool:
@@ -227,11 +217,10 @@ def update_open(layout: Layout, provider_session: str, **changes: Any) -> bool:
     key = session_key(provider_session)
     with file_lock(_lock(layout, key)):
         path = layout.open_file(key)
-        fields = store.read_open_file(path)
-        if fields is None:
+        opened = store.read_open_file(path)
+        if opened is None:
             return False
-        fields.update(changes)
-        write_atomic(path, store.render_open(fields))
+        write_atomic(path, replace(opened, **changes).to_bytes())
     return True
 
 

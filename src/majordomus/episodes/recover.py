@@ -5,14 +5,43 @@ Stdlib only: a hook's `start` runs this for its worktree.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Verdict = Literal["live", "held", "orphaned", "detached", "expired", "stale"]
 
 from majordomus.episodes import store
 from majordomus.episodes.boundary import close_episode, update_open
 from majordomus.identity import is_live_majordomus, now_utc, parse_rfc3339, rfc3339, worktree_id
 from majordomus.layout import Layout
 from majordomus.policy import cached_values
+
+
+def classify(opened: store.OpenFile, now: datetime, *, stale_after: timedelta, grace: timedelta) -> Verdict:
+    """What an open episode is now — the one rule recover acts on and doctor reports.
+
+    A hook episode is `live` until idle past `stale_after`, then `stale`. A connection episode is `held`
+    while a live server holds it; else `orphaned` (its server was killed before marking it), `detached`
+    within the grace, `expired` past it.
+    """
+    if opened.is_connection:
+        if is_live_majordomus(opened.held_by):
+            return "held"
+        detached = parse_rfc3339(str(opened.detached_at))
+        if detached is None:
+            return "orphaned"
+        return "detached" if now - detached <= grace else "expired"
+    last = parse_rfc3339(str(opened.last_activity_at or opened.started_at))
+    return "stale" if last is not None and now - last > stale_after else "live"
+
+
+def is_here(opened: store.OpenFile, here: str) -> bool:
+    """An episode of this worktree (an older open file without `worktree_id` counts as here)."""
+    return opened.worktree_id in (None, here)
 
 
 def recover(root: Path, *, dry_run: bool = False, hooks: bool = True, connections: bool = True) -> list[str]:
@@ -25,30 +54,18 @@ def recover(root: Path, *, dry_run: bool = False, hooks: bool = True, connection
     here = worktree_id(root)
     lines: list[str] = []
     for episode in list(store.open_episodes(layout)):
-        f = episode.fields
-        if f.get("worktree_id", here) != here:
+        opened = episode.file
+        ps = opened.provider_session
+        if not is_here(opened, here) or ps is None or not (connections if opened.is_connection else hooks):
             continue
-        ps = f.get("provider_session")
-        if not isinstance(ps, str):
-            continue
-        if f.get("provider") == "generic":
-            if not connections or is_live_majordomus(f.get("held_by")):
-                continue
-            detached = parse_rfc3339(str(f.get("detached_at")))
-            if detached is None:
-                # its server was killed: the grace runs from the first start-up or recover that sees it
-                lines.append(f"episode {f['session_id']} ({ps}) has no live server; detached from {rfc3339(now)}")
-                if not dry_run:
-                    update_open(layout, ps, held_by=None, detached_at=rfc3339(now))
-                continue
-            if now - detached <= grace:
-                continue
-            lines.append(_close(layout, ps, f["session_id"], "expired", dry_run))
-        elif hooks:
-            last = parse_rfc3339(str(f.get("last_activity_at") or f.get("started_at")))
-            if last is None or now - last <= stale_after:
-                continue
-            lines.append(_close(layout, ps, f["session_id"], "stale", dry_run))
+        verdict = classify(opened, now, stale_after=stale_after, grace=grace)
+        if verdict == "orphaned":
+            # its server was killed: the grace runs from the first start-up or recover that sees it
+            lines.append(f"episode {opened.session_id} ({ps}) has no live server; detached from {rfc3339(now)}")
+            if not dry_run:
+                update_open(layout, ps, held_by=None, detached_at=rfc3339(now))
+        elif verdict in ("expired", "stale"):
+            lines.append(_close(layout, ps, opened.session_id, verdict, dry_run))
     return lines
 
 

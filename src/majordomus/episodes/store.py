@@ -16,37 +16,102 @@ if TYPE_CHECKING:
 from majordomus.identity import session_key
 from majordomus.simple_yaml import front_matter, parse_simple_yaml, yaml_lines
 from majordomus.layout import Layout
-from majordomus.values import value
+from majordomus.values import fields_of, replace, value
 
-OPEN_FIELDS = ("session_id", "started_at", "provider", "provider_session", "owner", "repository_id",
-               "worktree", "worktree_id", "branch", "start_head", "start_working_tree", "last_activity_at",
-               "compactions", "held_by", "detached_at")
+CONNECTION_PROVIDER = "generic"  # the provider whose episodes the MCP connection draws (SPEC 4.1)
 
 
-def render_open(fields: dict[str, Any]) -> bytes:
-    ordered = [(k, fields.get(k)) for k in OPEN_FIELDS]
-    extra = [(k, v) for k, v in fields.items() if k not in OPEN_FIELDS]
-    return ("\n".join(yaml_lines(ordered + extra)) + "\n").encode("utf-8")
+def _text(found: Any) -> str | None:
+    """A string member as the readers want it; a number written by hand reads as its spelling, anything else as absent."""
+    if isinstance(found, str):
+        return found
+    if isinstance(found, (int, float)) and not isinstance(found, bool):
+        return str(found)
+    return None
 
 
-def read_open_file(path: Path) -> dict[str, Any] | None:
+def _count(found: Any) -> int:
+    """A counter: a non-negative integer, or 0 for anything else (a corrupt count must never stop a close)."""
+    return found if isinstance(found, int) and not isinstance(found, bool) and found >= 0 else 0
+
+
+@value
+class OpenFile:
+    """`sessions-open/<key>.yaml`: one open episode, from its start to its close (SPEC 4.1)."""
+
+    session_id: str
+    started_at: str | None = None
+    provider: str | None = None
+    provider_session: str | None = None
+    owner: str | None = None
+    repository_id: str | None = None
+    worktree: str | None = None
+    worktree_id: str | None = None
+    branch: str | None = None
+    start_head: str | None = None
+    start_working_tree: str | None = None
+    last_activity_at: str | None = None
+    compactions: int = 0
+    held_by: int | None = None  # the pid of the server that holds a connection episode
+    detached_at: str | None = None
+    extra: tuple[tuple[str, Any], ...] = ()  # members beside the fixed ones (`source`), kept in their order
+
+    @property
+    def is_connection(self) -> bool:
+        return self.provider == CONNECTION_PROVIDER
+
+    def with_extra(self, key: str, item: Any) -> OpenFile:
+        return replace(self, extra=(*((k, v) for k, v in self.extra if k != key), (key, item)))
+
+    def to_bytes(self) -> bytes:
+        own = fields_of(self)
+        pairs = [(k, own[k]) for k in OPEN_FIELDS] + list(self.extra)
+        return ("\n".join(yaml_lines(pairs)) + "\n").encode("utf-8")
+
+    @classmethod
+    def from_members(cls, members: dict[str, Any]) -> OpenFile | None:
+        """The open file's fields, each read as its type; None without a session id (nothing can close it)."""
+        sid = members.get("session_id")
+        if not isinstance(sid, str) or not sid:
+            return None
+        held = members.get("held_by")
+        return cls(session_id=sid, **{k: _text(members.get(k)) for k in OPEN_FIELDS[1:12]},
+                   compactions=_count(members.get("compactions")),
+                   held_by=held if isinstance(held, int) and not isinstance(held, bool) else None,
+                   detached_at=_text(members.get("detached_at")),
+                   extra=tuple((k, v) for k, v in members.items() if k not in OPEN_FIELDS))
+
+
+OPEN_FIELDS = tuple(name for name in OpenFile.__match_args__ if name != "extra")
+
+
+def read_open_file(path: Path) -> OpenFile | None:
     try:
-        data = parse_simple_yaml(path.read_text(encoding="utf-8"))
+        members = parse_simple_yaml(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
         return None
-    return data if isinstance(data.get("session_id"), str) else None
+    return OpenFile.from_members(members)
 
 
-def read_open(layout: Layout, provider_session: str) -> dict[str, Any] | None:
+def read_open(layout: Layout, provider_session: str) -> OpenFile | None:
     """The open episode of a provider session, strictly by the one sanitizer; None when there is none."""
     return read_open_file(layout.open_file(session_key(provider_session)))
+
+
+def read_pointer(layout: Layout) -> str | None:
+    """The episode `session-current.yaml` points at (the one opened here last), or None."""
+    try:
+        found = parse_simple_yaml(layout.session_current.read_text(encoding="utf-8")).get("session_id")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return found if isinstance(found, str) else None
 
 
 @value
 class OpenEpisode:
     key: str
     path: Path
-    fields: dict[str, Any]
+    file: OpenFile
 
 
 def open_episodes(layout: Layout) -> Iterator[OpenEpisode]:
@@ -58,9 +123,9 @@ def open_episodes(layout: Layout) -> Iterator[OpenEpisode]:
         if not name.endswith(".yaml") or name.startswith("."):
             continue
         path = layout.sessions_open / name
-        fields = read_open_file(path)
-        if fields is not None:
-            yield OpenEpisode(key=name[: -len(".yaml")], path=path, fields=fields)
+        found = read_open_file(path)
+        if found is not None:
+            yield OpenEpisode(key=name[: -len(".yaml")], path=path, file=found)
 
 
 def find_record(layout: Layout, session_id: str) -> Path | None:
@@ -76,19 +141,59 @@ def find_record(layout: Layout, session_id: str) -> Path | None:
     return None
 
 
+SESSION_SCHEMA = "session/v1"
+
+
+def _texts(found: Any) -> tuple[str, ...]:
+    return tuple(str(x) for x in found if isinstance(x, (str, int))) if isinstance(found, list) else ()
+
+
 @value
-class Window:
-    """One episode's span: from its opening to its close (None while it is still open)."""
+class SessionRecord:
+    """`.ai/repo/sessions/<…>.md`: a closed episode, written once and never rewritten (SPEC 4.2)."""
 
     session_id: str
     provider: str | None
-    provider_session: str | None
-    opened_at: str
+    started_at: str | None
     closed_at: str | None
+    outcome: str | None  # closed | interrupted
+    end_reason: str | None
+    repository_id: str | None
     worktree_id: str | None
+    branch: str | None
+    start_head: str | None
+    head: str | None
+    start_working_tree: str | None
+    working_tree: str | None
+    changed_files: tuple[str, ...] = ()
+    commits: tuple[str, ...] = ()
+    compactions: int = 0
+    title: str | None = None
+    truncated: tuple[str, ...] = ()  # the lists that were cut short; written only when one was
+
+    def to_text(self) -> str:
+        own = fields_of(self)
+        pairs: list[tuple[str, Any]] = [("schema", SESSION_SCHEMA), ("kind", "session")]
+        for name, item in own.items():
+            if name == "truncated" and not item:
+                continue
+            pairs.append((name, list(item) if isinstance(item, tuple) else item))
+        return "\n".join(["---", *yaml_lines(pairs), "---", ""]) + "\n"
+
+    @classmethod
+    def from_front_matter(cls, meta: dict[str, Any]) -> SessionRecord | None:
+        sid = meta.get("session_id")
+        if meta.get("kind") != "session" or not isinstance(sid, str):
+            return None
+        scalars = ("provider", "started_at", "closed_at", "outcome", "end_reason", "repository_id", "worktree_id",
+                   "branch", "start_head", "head", "start_working_tree", "working_tree")
+        return cls(session_id=sid, **{k: _text(meta.get(k)) for k in scalars},
+                   changed_files=_texts(meta.get("changed_files")), commits=_texts(meta.get("commits")),
+                   compactions=_count(meta.get("compactions")), title=_text(meta.get("title")),
+                   truncated=_texts(meta.get("truncated")))
 
 
-def closed_records(layout: Layout) -> Iterator[tuple[Path, dict[str, Any]]]:
+def closed_records(layout: Layout) -> Iterator[tuple[Path, SessionRecord]]:
     try:
         names = sorted(os.listdir(layout.sessions_dir))
     except FileNotFoundError:
@@ -98,14 +203,26 @@ def closed_records(layout: Layout) -> Iterator[tuple[Path, dict[str, Any]]]:
             continue
         path = layout.sessions_dir / name
         try:
-            meta = front_matter(path.read_text(encoding="utf-8"))
+            found = SessionRecord.from_front_matter(front_matter(path.read_text(encoding="utf-8")))
         except (OSError, UnicodeDecodeError):
             continue
-        if meta.get("kind") == "session" and isinstance(meta.get("session_id"), str):
-            yield path, meta
+        if found is not None:
+            yield path, found
 
 
-def context_windows(layout: Layout) -> Iterator[Window]:
+@value
+class WorkingContext:
+    """What a frozen working context says of its episode: its provider session, its opening, its close once closed."""
+
+    session_id: str
+    provider: str | None
+    provider_session: str | None
+    opened_at: str
+    closed_at: str | None
+    worktree_id: str | None
+
+
+def working_contexts(layout: Layout) -> Iterator[WorkingContext]:
     """Tier-2 evidence: each working context names its provider session and (once closed) its close."""
     try:
         names = sorted(os.listdir(layout.contexts_dir))
@@ -126,6 +243,7 @@ def context_windows(layout: Layout) -> Iterator[Window]:
         marker = text.rfind("\n## Close\n")
         if marker != -1:
             closed = parse_simple_yaml(text[marker + 10:]).get("closed_at")
-        yield Window(session_id=sid, provider=meta.get("provider"), provider_session=meta.get("provider_session"),
-                     opened_at=opened, closed_at=closed if isinstance(closed, str) else None,
-                     worktree_id=meta.get("worktree_id"))
+        yield WorkingContext(session_id=sid, provider=_text(meta.get("provider")),
+                             provider_session=_text(meta.get("provider_session")), opened_at=opened,
+                             closed_at=closed if isinstance(closed, str) else None,
+                             worktree_id=_text(meta.get("worktree_id")))
