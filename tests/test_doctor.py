@@ -49,7 +49,9 @@ def test_a_clean_layer_has_no_fail_and_exits_0(initialised_repo: Path, run_major
 def test_json_is_one_object_per_line_with_the_five_keys(initialised_repo: Path, run_majordomus) -> None:
     for args in (("doctor", "--json"), ("--json", "doctor")):
         done = run_majordomus(*args, cwd=initialised_repo)
-        for line in done.stdout.decode().splitlines():
+        lines = done.stdout.decode().splitlines()
+        assert done.returncode == 0 and len(lines) >= 5, done.stderr  # layer, policy, providers, sessions, prompts…
+        for line in lines:
             assert set(json.loads(line)) == {"level", "category", "subject", "message", "reproduce"}
 
 

@@ -59,7 +59,9 @@ def test_a_prompt_of_an_unknown_provider_session_is_an_orphan(initialised_repo: 
     start(run_majordomus, initialised_repo, "someone-else")
     prompt(run_majordomus, initialised_repo, {"session_id": "nobody", "prompt": "hello"})
     prompt(run_majordomus, initialised_repo, {"prompt": "no session at all"})
-    for record in records(initialised_repo).values():
+    found = records(initialised_repo)
+    assert len(found) == 2  # both archived, neither joined to the episode that is open
+    for record in found.values():
         assert record["episode"] is None and record["episode_link"] == "orphan"
 
 

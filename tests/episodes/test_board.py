@@ -9,16 +9,17 @@ import pytest
 from majordomus.capabilities import episodes as caps
 from majordomus.capabilities.peer_board import PeerBoard
 from majordomus.capabilities.registry import Caller, Refusal, Services
-from majordomus.episodes.board import Board
+from majordomus.episodes.board import Board, Opened
 
 
 @dataclass
 class FakeDriver:
     calls: list[tuple[str, ...]] = field(default_factory=list)
+    fresh: bool = True  # False: capture keeps an episode a previous server left open
 
-    def open(self, external_id: str) -> str:
+    def open(self, external_id: str) -> Opened:
         self.calls.append(("open", external_id))
-        return f"session s-1 opened for {external_id}"
+        return Opened(f"session s-1 opened for {external_id}", held=self.fresh)
 
     def close(self, external_id: str, reason: str) -> str:
         self.calls.append(("close", external_id, reason))
@@ -55,6 +56,12 @@ def test_a_new_external_id_opens_through_capture_once(board: Board, driver: Fake
     episode, resumed = board.attach("p1", "thread")
     assert resumed is False and episode["attachments"] == 1 and episode["peer"] == "p1"
     assert episode["repository"] == "session s-1 opened for thread"
+    assert driver.calls == [("open", "thread")]  # the open wrote its holder in its one write
+
+
+def test_an_episode_capture_kept_is_marked_held_by_this_server(board: Board, driver: FakeDriver) -> None:
+    driver.fresh = False
+    board.attach("p1", "thread")
     assert driver.calls == [("open", "thread"), ("mark", "thread", "held")]
 
 

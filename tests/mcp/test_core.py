@@ -11,7 +11,7 @@ import pytest
 from majordomus.capabilities.peer_board import PeerBoard
 from majordomus.capabilities.catalogue import default_registry
 from majordomus.capabilities.registry import Registry, Services
-from majordomus.episodes.board import Board
+from majordomus.episodes.board import Board, Opened
 from majordomus.mcp.core import Connection, Core, parse
 from majordomus.mcp.stdio import TOO_LARGE, read_frames
 
@@ -19,8 +19,8 @@ META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontex
 
 
 class Driver:
-    def open(self, external_id: str) -> str:
-        return f"session s-1 opened ({external_id})"
+    def open(self, external_id: str) -> Opened:
+        return Opened(f"session s-1 opened ({external_id})", held=True)
 
     def close(self, external_id: str, reason: str) -> str:
         return f"episode closed (closed, reason {reason})"
@@ -116,7 +116,8 @@ def test_an_unknown_method_is_method_not_found(core: Core) -> None:
 
 def test_handshake_results_carry_no_result_type(core: Core) -> None:
     body = rpc(core, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, initialised(core))
-    assert "resultType" not in body["result"] and len(body["result"]["tools"]) == 5
+    assert "resultType" not in body["result"]
+    assert [t["name"] for t in body["result"]["tools"]] == [c.tool for c in default_registry().tools()]
 
 
 def test_server_discover_names_both_eras(core: Core) -> None:

@@ -6,7 +6,6 @@ hook does (same payload shape, same reader), through a driver. Peers are ids her
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -16,7 +15,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from majordomus.episodes.boundary import set_connection_state
-from majordomus.episodes.hook import run_session
+from majordomus.episodes.hook import SessionReport, run_payload
+from majordomus.episodes.store import CONNECTION_PROVIDER
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import Layout
 
@@ -24,11 +24,20 @@ CloseReason = Literal["detach", "expired", "shutdown"]
 State = Literal["open", "detached"]
 
 
+@dataclass(frozen=True)
+class Opened:
+    """What capture said to an attach: its report line, verbatim, and whether the open file already names
+    this server as the holder (a fresh open writes it in its first write; a kept episode needs the mark)."""
+
+    line: str
+    held: bool = False
+
+
 class Driver(Protocol):
     """The board's one way into the episode record: `capture session --provider generic`."""
 
-    def open(self, external_id: str) -> str:
-        """Open (or keep) the episode of `external_id`; the report line, verbatim."""
+    def open(self, external_id: str) -> Opened:
+        """Open (or keep) the episode of `external_id`."""
 
     def close(self, external_id: str, reason: CloseReason) -> str:
         """End the episode of `external_id`; the report line, verbatim."""
@@ -43,23 +52,27 @@ class CaptureDriver:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def _run(self, event: str, payload: dict[str, str]) -> str:
+    def _run(self, event: str, payload: dict[str, str], held_by: int | None = None) -> SessionReport | str:
+        """The report, or the failure sentence that `repository` then says."""
         if not Layout(self.root).is_initialised():  # serving must never create .ai/ in someone's tree
             return f"no episode was recorded: {self.root} has no majordomus layer; run majordomus init"
         try:
-            report = run_session(self.root, "generic", event, json.dumps(payload).encode())
+            report = run_payload(self.root, CONNECTION_PROVIDER, event, payload, held_by=held_by)
         except Exception as exc:  # noqa: BLE001 - the failure sentence is what `repository` says
             return f"no episode was recorded: capture session --event {event} failed: {exc}"
-        line = (report.line or "").strip()
-        if not line:
+        if not (report.line or "").strip():
             return f"`capture session --event {event}` exited {report.exit_code} and said nothing"
-        return line
+        return report
 
-    def open(self, external_id: str) -> str:
-        return self._run("start", {"session_id": external_id, "source": "attach"})
+    def open(self, external_id: str) -> Opened:
+        report = self._run("start", {"session_id": external_id, "source": "attach"}, held_by=os.getpid())
+        if isinstance(report, str):
+            return Opened(report)
+        return Opened(report.line.strip(), held=report.drawn is not None and report.drawn.opened)
 
     def close(self, external_id: str, reason: CloseReason) -> str:
-        return self._run("end", {"session_id": external_id, "reason": reason})
+        report = self._run("end", {"session_id": external_id, "reason": reason})
+        return report if isinstance(report, str) else report.line.strip()
 
     def mark(self, external_id: str, *, held: bool) -> None:
         try:  # set_connection_state writes nothing where there is no layer
@@ -159,6 +172,7 @@ class Board:
     def attach(self, peer: str, external_id: str) -> tuple[dict[str, Any], bool]:
         """Attach `peer` to the episode of `external_id`: resume it, or open it through capture."""
         released = None
+        opened: Opened | None = None
         with self._key_lock(external_id):
             with self._lock:
                 now = self._clock()
@@ -180,10 +194,10 @@ class Board:
                     self._held[peer] = external_id
                     resumed = True
             if entry is None:
-                repository = self.driver.open(external_id)  # outside `_lock`: capture may take a while
+                opened = self.driver.open(external_id)  # outside `_lock`: capture may take a while
                 with self._lock:
                     now = self._clock()
-                    entry = _Entry(external_id=external_id, opened_at=rfc3339(now_utc()), repository=repository,
+                    entry = _Entry(external_id=external_id, opened_at=rfc3339(now_utc()), repository=opened.line,
                                    attachments=1, last_activity=now, peer=peer, detached_since=None)
                     self._entries[external_id] = entry
                     stale = self._held.get(peer)
@@ -192,7 +206,8 @@ class Board:
                         released = stale
                     self._held[peer] = external_id
                     resumed = False
-            self.driver.mark(external_id, held=True)
+            if opened is None or not opened.held:  # a fresh open wrote its holder already: no second write
+                self.driver.mark(external_id, held=True)
             with self._lock:
                 view = self._view(entry, self._clock())
         if released is not None:

@@ -62,16 +62,18 @@ class Drawn:
     line: str
     opened: bool = False
     session_id: str | None = None
+    started_at: str | None = None
 
 
-def start_episode(layout: Layout, b: Boundary) -> Drawn:
+def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None) -> Drawn:
+    """Open the episode of a provider session, or keep the one open; `held_by` is the holding server's pid."""
     assert b.provider_session is not None
     key = session_key(b.provider_session)
     with file_lock(_lock(layout, key)):
         existing = store.read_open_file(layout.open_file(key))
         if existing is not None:
             return Drawn(f"session {existing.session_id} already open here since {existing.started_at}; kept",
-                         session_id=existing.session_id)
+                         session_id=existing.session_id, started_at=existing.started_at)
         moment = now_utc()
         sid = new_episode_id(moment)
         tree = tree_state(layout.root)
@@ -80,7 +82,7 @@ def start_episode(layout: Layout, b: Boundary) -> Drawn:
             session_id=sid, started_at=at, provider=b.provider.name, provider_session=b.provider_session,
             owner=owner(), repository_id=repository_id(layout.root), worktree=str(layout.root),
             worktree_id=worktree_id(layout.root), branch=tree.branch, start_head=tree.head,
-            start_working_tree=tree.working_tree, last_activity_at=at,
+            start_working_tree=tree.working_tree, last_activity_at=at, held_by=held_by,
             extra=(("source", b.source),) if b.source else ())
         ensure_dir(layout.sessions_open)
         write_atomic(layout.open_file(key), opened.to_bytes())
@@ -90,7 +92,7 @@ def start_episode(layout: Layout, b: Boundary) -> Drawn:
         ledger.append(layout, "session.started", session=sid, head=tree.head, branch=tree.branch, at=moment,
                       provider=b.provider.name, provider_session=b.provider_session, owner=opened.owner,
                       **({"source": b.source} if b.source else {}))
-    return Drawn(f"session {sid} opened at {at} (head {tree.head[:7]})", opened=True, session_id=sid)
+    return Drawn(f"session {sid} opened at {at} (head {tree.head[:7]})", opened=True, session_id=sid, started_at=at)
 
 
 def _write_context(layout: Layout, opened: store.OpenFile, head: str) -> None:

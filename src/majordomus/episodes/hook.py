@@ -11,11 +11,15 @@ from pathlib import Path
 from majordomus.clients.payload import Malformed, first_scalar, parse_payload
 from majordomus.clients.providers import Provider, SessionRow, get_provider
 from majordomus.episodes import store
-from majordomus.episodes.boundary import Boundary, close_episode, count_compaction, log_failure, start_episode
+from majordomus.episodes.boundary import Boundary, Drawn, close_episode, count_compaction, log_failure, start_episode
 from majordomus.errors import MajordomusError, MissingError, UsageError
 from majordomus.identity import session_key
 from majordomus.layout import Layout
 from majordomus.values import value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 EVENTS = ("start", "end", "compact")
 
@@ -24,6 +28,7 @@ EVENTS = ("start", "end", "compact")
 class SessionReport:
     exit_code: int
     line: str
+    drawn: Drawn | None = None  # what the boundary did, when one was drawn
 
 
 
@@ -46,12 +51,28 @@ def run_session(root: Path, provider: str, event: str, payload: bytes, *, dry_ru
     prov, row = admit(provider, event)
     layout = Layout(root)
     layout.require()
-    where = f"capture session --provider {provider} --event {event}"
     try:
         data = parse_payload(payload, empty=True)
     except Malformed as problem:
-        log_failure(layout, f"{where}: {problem}; nothing recorded")
+        log_failure(layout, f"capture session --provider {provider} --event {event}: {problem}; nothing recorded")
         return SessionReport(0, f"capture session: {problem}; nothing recorded (see {_rel(layout, layout.context_log)})")
+    return _draw(layout, prov, row, event, data, dry_run=dry_run)
+
+
+def run_payload(root: Path, provider: str, event: str, data: dict[str, Any], *, held_by: int | None = None
+                ) -> SessionReport:
+    """`run_session` for a caller that holds the payload object already (the board): the same reader of its
+    fields, without a JSON round trip. `held_by` names the server that holds the episode it opens."""
+    prov, row = admit(provider, event)
+    layout = Layout(root)
+    layout.require()
+    return _draw(layout, prov, row, event, data, held_by=held_by)
+
+
+def _draw(layout: Layout, prov: Provider, row: SessionRow, event: str, data: dict[str, Any], *,
+          dry_run: bool = False, held_by: int | None = None) -> SessionReport:
+    provider = prov.name
+    where = f"capture session --provider {provider} --event {event}"
     boundary = Boundary(prov, event, first_scalar(data, row.session_keys), first_scalar(data, row.source_keys),
                         first_scalar(data, row.reason_keys))
     if boundary.provider_session is None:
@@ -65,10 +86,10 @@ def run_session(root: Path, provider: str, event: str, payload: bytes, *, dry_ru
                                 f"(provider session {boundary.provider_session}){reason}")
     try:
         if event == "start":
-            drawn = start_episode(layout, boundary)
+            drawn = start_episode(layout, boundary, held_by=held_by)
             if drawn.opened:
                 _recover_others(layout, session_key(boundary.provider_session))
-            line = drawn.line
+            return SessionReport(0, drawn.line, drawn)
         elif event == "end":
             outcome = "closed" if boundary.reason in row.deliberate else "interrupted"
             line = close_episode(layout, boundary.provider_session, boundary.reason, outcome)

@@ -18,7 +18,7 @@ from majordomus import __version__
 from majordomus.capabilities.peer_board import PeerBoard
 from majordomus.capabilities.catalogue import default_registry
 from majordomus.capabilities.registry import Registry, Services
-from majordomus.episodes.board import Board, CaptureDriver, CloseReason
+from majordomus.episodes.board import Board, CaptureDriver, CloseReason, Opened
 from majordomus.layout import Layout
 from majordomus.mcp.core import Connection, Core
 from majordomus.mcp.lease import LeaseFile
@@ -79,7 +79,7 @@ class _AfterRecovery:
         self.driver = driver
         self.ready = ready
 
-    def open(self, external_id: str) -> str:
+    def open(self, external_id: str) -> Opened:
         self.ready.wait(30)
         return self.driver.open(external_id)
 
