@@ -127,3 +127,9 @@ def test_only_commands_import_the_command_line_context() -> None:
                    and not name.startswith("majordomus.commands") and name not in ("majordomus.cli", "majordomus.__main__"))
     assert users == []
     assert not [name for name, deps in GRAPH.items() if "majordomus.cli" in deps and name != "majordomus.__main__"]
+
+
+def test_the_architecture_page_names_every_room() -> None:
+    page = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rooms = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+    assert rooms and [room for room in rooms if f"`{room}/`" not in page] == []
