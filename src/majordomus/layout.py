@@ -130,11 +130,16 @@ def ensure_dir(path: Path, mode: int = PRIVATE_DIR) -> None:
         os.chmod(path, mode)
 
 
+def temp_name(path: Path) -> Path:
+    """A temp file beside `path` that no other writer can pick: threads of one server share the pid."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+
+
 def write_atomic(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> None:
     """Write a temp file beside `path`, fsync, rename: a reader sees the old bytes or the new, never half."""
     refuse_symlink(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+    tmp = temp_name(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
         os.fchmod(fd, mode)  # the umask must not widen or narrow what we declared
         view = memoryview(data)
@@ -152,7 +157,7 @@ def write_atomic(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> None:
 
 def create_exclusive(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> bool:
     """Publish `path` only if nothing is there yet (write temp, then hard-link). False when taken."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = temp_name(path)
     write_atomic(tmp, data, mode)
     try:
         os.link(tmp, path)

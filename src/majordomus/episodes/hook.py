@@ -87,7 +87,9 @@ def _draw(layout: Layout, prov: Provider, row: SessionRow, event: str, data: dic
     try:
         if event == "start":
             drawn = start_episode(layout, boundary, held_by=held_by)
-            if drawn.opened:
+            if drawn.opened and prov.offers.get("episode") == "hooks":
+                # a hook start recovers this worktree's stale episodes (SPEC 4.4); a connection start does not:
+                # the server recovers at start-up and reaps on its schedule, so 100 attaches cost 100 writes
                 _recover_others(layout, session_key(boundary.provider_session))
             return SessionReport(0, drawn.line, drawn)
         elif event == "end":

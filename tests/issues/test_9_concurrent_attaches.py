@@ -1,0 +1,51 @@
+"""Issue 9, items 1–2: many HTTP peers attaching at once to one shared server open whole episodes.
+
+Threads of one server used to race on one temp file name (the pid only) for `session-current.yaml`: a
+quarter of the episodes came out half-open — an open file without its working context or ledger line —
+while the attach answered with a failure sentence that a bench counted as success.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+from mcp_support import McpProcess, call, initialize, open_file
+
+JSON = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+PEERS = 40
+
+
+def attach_one(url: str, i: int) -> str:
+    with httpx.Client(base_url=url, timeout=30) as client:
+        response = client.post("/mcp", json=initialize(f"peer-{i}", "2025-11-25"), headers=JSON)
+        sid = response.headers["mcp-session-id"]
+        headers = {**JSON, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        client.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+        answer = client.post("/mcp", json=call(2, "majordomus_session_attach", {"external_id": f"thread-{i}"}),
+                             headers=headers).json()
+        return str(answer["result"]["structuredContent"]["episode"]["repository"])
+
+
+def test_forty_peers_attaching_at_once_open_forty_whole_episodes(initialised_repo: Path) -> None:
+    """1. a shared server; 2. 40 HTTP sessions initialize and attach, all at once, each its own external_id.
+    Result: 40 answers saying `opened at`; 40 open files held by the server; 40 working contexts; 40 ledger lines."""
+    with McpProcess(initialised_repo, "--http-port", "0") as proc:
+        url = proc.url()
+        proc.request(initialize("owner"))
+        with ThreadPoolExecutor(max_workers=PEERS) as pool:
+            lines = list(pool.map(lambda i: attach_one(url, i), range(PEERS)))
+        opened = [open_file(initialised_repo, f"thread-{i}") for i in range(PEERS)]
+        proc.kill()  # the HTTP peers are still attached: the server would outlive its own client
+    assert [line for line in lines if " opened at " not in line] == []
+    assert all(o is not None and o["held_by"] for o in opened)
+    sids = {o["session_id"] for o in opened if o is not None}
+    contexts = {p.name.split("--")[1][:-3] for p in (initialised_repo / ".ai/local/session-contexts").glob("*.md")}
+    assert sids <= contexts
+    ledger = (initialised_repo / ".ai/local/state/ledger.jsonl").read_text().splitlines()
+    started = {json.loads(line)["session"] for line in ledger if json.loads(line)["event"] == "session.started"}
+    assert sids <= started
+    assert not (initialised_repo / ".ai/local/session-contexts/.session-context.log").exists()
