@@ -181,14 +181,17 @@ def append_line(path: Path, line: str, mode: int = PRIVATE_FILE) -> None:
 
 
 class file_lock:  # noqa: N801 - used like a function: `with file_lock(path):`
-    """An exclusive advisory lock held for a read-modify-write; released when the process dies.
+    """An advisory lock held for a read-modify-write; released when the process dies.
 
-    A class rather than `contextlib.contextmanager`: the hook path does not import contextlib.
+    Exclusive by default; `shared` admits every other shared holder and waits only for an exclusive one
+    (appenders share, a rewrite of the whole file excludes them). A class rather than
+    `contextlib.contextmanager`: the hook path does not import contextlib.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, shared: bool = False) -> None:
         self.path = path
         self.fd = -1
+        self.mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
 
     def __enter__(self) -> None:
         try:
@@ -197,7 +200,7 @@ class file_lock:  # noqa: N801 - used like a function: `with file_lock(path):`
         except OSError as exc:
             raise InternalError(f"cannot take the lock {self.path.name}: {exc.strerror}") from exc
         try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            fcntl.flock(self.fd, self.mode)
         except BaseException:
             os.close(self.fd)
             raise

@@ -9,6 +9,7 @@ import json
 from datetime import datetime
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 from majordomus import __version__
@@ -42,7 +43,13 @@ def append(layout: Layout, event: str, *, session: str | None = None, head: str 
     if session:
         line["session"] = session
     line.update(payload)
-    append_line(layout.ledger_file, json.dumps(line, ensure_ascii=False, separators=(",", ":")))
+    text = json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+    with file_lock(_lock(layout), shared=True):  # appenders share; only a rotation waits for them all
+        append_line(layout.ledger_file, text)
+
+
+def _lock(layout: Layout) -> Path:
+    return layout.locks / "ledger.lock"
 
 
 def read(layout: Layout) -> list[dict[str, Any]]:
@@ -64,7 +71,7 @@ def read(layout: Layout) -> list[dict[str, Any]]:
 
 def rotate(layout: Layout, keep: int) -> str:
     """Move all but the newest `keep` lines into an archived file; never delete, never overwrite."""
-    with file_lock(layout.locks / "ledger.lock"):
+    with file_lock(_lock(layout)):  # excludes every appender while the file is rewritten
         try:
             lines = layout.ledger_file.read_bytes().splitlines(keepends=True)
         except FileNotFoundError:
