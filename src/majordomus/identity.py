@@ -132,9 +132,15 @@ def _kill(pid: int) -> None:
         pass
 
 
+def git_argv(root: Path, *args: str) -> list[str]:
+    """A git command line that never takes an optional lock: a `status` killed at its deadline must not
+    leave `.git/index.lock` behind to fail the person's next commit."""
+    return ["git", "--no-optional-locks", "-C", str(root), *args]
+
+
 def git(root: Path, *args: str, timeout: float = GIT_TIMEOUT) -> str | None:
     """Run git in `root`; its stdout stripped, or None when it fails or takes too long."""
-    code, out = run_bounded(["git", "-C", str(root), *args], timeout)
+    code, out = run_bounded(git_argv(root, *args), timeout)
     if code != 0:
         return None
     return out.decode("utf-8", "replace").strip()

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 from majordomus import ledger
 from majordomus.episodes import store
 from majordomus.errors import MajordomusError
-from majordomus.identity import (compact_stamp, head_state, name_key, new_episode_id, now_utc, owner, repository_id, rfc3339,
+from majordomus.identity import (compact_stamp, git_argv, head_state, name_key, new_episode_id, now_utc, owner, repository_id, rfc3339,
                                  run_bounded, session_key, tree_state, worktree_id)
 from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock, write_atomic
 from majordomus.clients.providers import Provider
@@ -24,7 +24,13 @@ from majordomus.simple_yaml import yaml_lines
 from majordomus.values import replace, value
 
 LIST_LIMIT = 200  # changed files and commits kept in a record; the record says when a list was cut
-LIST_SECONDS = 0.5  # what git may spend on each list at the close
+def _list_seconds() -> float:
+    """What git may spend on each list at the close: 0.5 s (MAJORDOMUS_GIT_LIST_SECONDS narrows it in tests)."""
+    try:
+        seconds = float(os.environ.get("MAJORDOMUS_GIT_LIST_SECONDS", "0.5"))
+    except ValueError:
+        return 0.5
+    return seconds if 0 < seconds <= 0.5 else 0.5
 
 
 @value
@@ -133,7 +139,9 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
         commits, commits_cut = _commits(layout.root, opened.start_head or "NONE", tree.head)
         working = "unknown" if changed_cut is None else ("dirty" if any(not c.startswith("??") for c in changed)
                                                          else "clean")
-        cut = tuple(name for name, flag in (("changed_files", changed_cut), ("commits", commits_cut)) if flag)
+        # a list cut at its limit, or not obtained at all (git too slow or failed), is marked as such
+        cut = tuple(name for name, flag in (("changed_files", changed_cut is not False), ("commits", commits_cut))
+                    if flag)
         record = store.SessionRecord(
             session_id=sid, provider=opened.provider, started_at=opened.started_at, closed_at=rfc3339(moment),
             outcome=outcome, end_reason=reason, repository_id=repository_id(layout.root),
@@ -175,7 +183,7 @@ def _release_pointer(layout: Layout, sid: str) -> None:
 
 def _git_lines(root: Path, *args: str) -> tuple[list[str], bool | None]:
     """Up to LIST_LIMIT lines of a git listing, and whether it was cut (None when git failed)."""
-    code, out = run_bounded(["git", "-C", str(root), *args], LIST_SECONDS)
+    code, out = run_bounded(git_argv(root, *args), _list_seconds())
     lines = [ln for ln in out.decode("utf-8", "replace").splitlines() if ln.strip()]
     if code is None and out:
         return lines[:LIST_LIMIT], True  # still listing at the deadline: what came is kept, and marked cut
