@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 
 from collections.abc import Callable
 
@@ -92,7 +93,36 @@ def _readme(layout: Layout) -> list[str]:
     return [f"wrote {path.relative_to(layout.root)}"]
 
 
-STEPS: tuple[Step, ...] = (_dirs, _archive_files, _policy, _gitignore, _readme)
+REPO_IGNORE = """# Written by majordomus: a temp file that a killed write left behind is never a record to share.
+.*.tmp
+"""
+STALE_TEMP_SECONDS = 600  # older than any write in progress: its writer is gone
+
+
+def _repo_ignore(layout: Layout) -> list[str]:
+    path = layout.repo_dir / ".gitignore"
+    refuse_symlink(path)
+    if path.exists() and ".*.tmp" in path.read_text(encoding="utf-8").splitlines():
+        return []
+    write_atomic(path, REPO_IGNORE.encode(), 0o644)
+    return [f"wrote {path.relative_to(layout.root)}"]
+
+
+def _stale_temps(layout: Layout) -> list[str]:
+    """Temp files of killed writes in the tracked folders: never records, so removed once their writer is gone."""
+    now = time.time()
+    removed = 0
+    for directory in (layout.repo_dir, layout.sessions_dir):
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if (entry.name.startswith(".") and entry.name.endswith(".tmp") and entry.is_file(follow_symlinks=False)
+                        and now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS):
+                    os.unlink(entry.path)
+                    removed += 1
+    return [f"removed {removed} stale temp file(s) of killed writes from .ai/repo/"] if removed else []
+
+
+STEPS: tuple[Step, ...] = (_dirs, _archive_files, _policy, _gitignore, _repo_ignore, _readme, _stale_temps)
 
 
 def converge(layout: Layout) -> list[str]:

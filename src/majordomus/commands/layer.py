@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 from majordomus import ledger
 from majordomus.commands.context import Context, parser
-from majordomus.errors import MissingError, RefusedError
+from majordomus.errors import InternalError, MissingError, RefusedError
 from majordomus.layer import converge
 from majordomus.layout import Layout
 from majordomus.policy import load_policy
@@ -13,8 +15,12 @@ from majordomus.policy import load_policy
 def init_command(ctx: Context, argv: list[str]) -> int:
     parser("init", "Create the .ai/ layer in this repository.").parse_args(argv)
     layout = Layout(ctx.root)
-    if layout.ai.exists() or layout.ai.is_symlink():
-        raise RefusedError(f"{layout.ai} exists already; init never overwrites a layer", "run majordomus update")
+    try:
+        os.mkdir(layout.ai, 0o755)  # exclusive: of two inits at once, exactly one goes on
+    except FileExistsError:
+        raise RefusedError(f"{layout.ai} exists already; init never overwrites a layer", "run majordomus update") from None
+    except OSError as exc:
+        raise InternalError(f"cannot create {layout.ai} ({exc.strerror})") from exc
     for line in converge(layout):
         print(line)
     print(f"majordomus layer initialised in {layout.root}")

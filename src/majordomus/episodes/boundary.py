@@ -16,11 +16,12 @@ if TYPE_CHECKING:
 from majordomus import ledger
 from majordomus.episodes import store
 from majordomus.errors import MajordomusError
-from majordomus.identity import (compact_stamp, git_argv, head_state, name_key, new_episode_id, now_utc, owner, repository_id, rfc3339,
+from majordomus.identity import (compact_stamp, git_argv, head_state, name_key, new_episode_id, now_utc, owner, parse_rfc3339,
+                                 repository_id, rfc3339,
                                  run_bounded, session_key, tree_state, worktree_id)
 from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock, write_atomic
 from majordomus.clients.providers import Provider
-from majordomus.simple_yaml import yaml_lines
+from majordomus.simple_yaml import front_matter, yaml_lines
 from majordomus.values import replace, value
 
 LIST_LIMIT = 200  # changed files and commits kept in a record; the record says when a list was cut
@@ -91,14 +92,20 @@ def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None) ->
             start_working_tree=tree.working_tree, last_activity_at=at, held_by=held_by,
             extra=(("source", b.source),) if b.source else ())
         ensure_dir(layout.sessions_open)
-        write_atomic(layout.open_file(key), opened.to_bytes())
-        write_atomic(layout.session_current, ("\n".join(yaml_lines(
-            [("session_id", sid), ("provider_session", b.provider_session), ("key", key)])) + "\n").encode())
-        _write_context(layout, opened, tree.head)
-        ledger.append(layout, "session.started", session=sid, head=tree.head, branch=tree.branch, at=moment,
-                      provider=b.provider.name, provider_session=b.provider_session, owner=opened.owner,
-                      **({"source": b.source} if b.source else {}))
-    return Drawn(f"session {sid} opened at {at} (head {tree.head[:7]})", opened=True, session_id=sid, started_at=at)
+        _write_context(layout, opened, tree.head)  # first: an open episode never lacks its working context
+        write_atomic(layout.open_file(key), opened.to_bytes())  # the episode is open from here on
+        line = f"session {sid} opened at {at} (head {tree.head[:7]})"
+        try:
+            write_atomic(layout.session_current, ("\n".join(yaml_lines(
+                [("session_id", sid), ("provider_session", b.provider_session), ("key", key)])) + "\n").encode())
+            ledger.append(layout, "session.started", session=sid, head=tree.head, branch=tree.branch, at=moment,
+                          provider=b.provider.name, provider_session=b.provider_session, owner=opened.owner,
+                          **({"source": b.source} if b.source else {}))
+        except (OSError, MajordomusError) as exc:  # opened all the same: say so, never "could not open"
+            detail = exc.message if isinstance(exc, MajordomusError) else (exc.strerror or type(exc).__name__)
+            log_failure(layout, f"session {sid} opened, but its pointer or ledger line was not written: {detail}")
+            line += f"; its ledger line was not written (see {_rel(layout, layout.context_log)})"
+    return Drawn(line, opened=True, session_id=sid, started_at=at)
 
 
 def _write_context(layout: Layout, opened: store.OpenFile, head: str) -> None:
@@ -116,8 +123,11 @@ def _write_context(layout: Layout, opened: store.OpenFile, head: str) -> None:
 
 
 def context_path(layout: Layout, session_id: str, started_at: str) -> Path:
-    stamp = started_at.replace("-", "").replace(":", "")
-    return layout.contexts_dir / f"{stamp}--{session_id}.md"
+    """`<opened compact>--<id>.md` inside the contexts directory, whatever an edited open file says: only
+    digits, `T` and `Z` of the time and the id's own `[A-Za-z0-9-]` reach the name (never a separator or `..`)."""
+    stamp = "".join(ch for ch in started_at[:32] if ch in "0123456789TZ")
+    sid = "".join(ch for ch in session_id[:64] if ch.isascii() and (ch.isalnum() or ch == "-"))
+    return layout.contexts_dir / f"{stamp}--{sid or 'episode'}.md"
 
 
 def close_episode(layout: Layout, provider_session: str, reason: str | None, outcome: str) -> str:
@@ -130,8 +140,10 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
             return f"no open episode here for provider session {provider_session}; nothing to close"
         sid = opened.session_id
         written = store.find_record(layout, sid)
-        if written is not None:
+        if written is not None:  # a close killed after its record: finish what it did not, then let go
+            _finish_close(layout, opened, written)
             path.unlink(missing_ok=True)
+            _release_pointer(layout, sid)
             return f"episode {sid} already has a record at {_rel(layout, written)}; this close adds none"
         moment = now_utc()
         tree = tree_state(layout.root, with_status=False)  # one full status below serves both lists
@@ -163,6 +175,27 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
         _release_pointer(layout, sid)
     because = f"reason {reason}" if reason else "no reason given"
     return f"episode closed ({outcome}, {because}) into {rel}"
+
+
+def _finish_close(layout: Layout, opened: store.OpenFile, written: Path) -> None:
+    """The ledger line and the context's close of a record a killed close left without them."""
+    sid = opened.session_id
+    if any(e.get("event") == "session.closed" and e.get("session") == sid for e in ledger.read(layout)):
+        return
+    try:
+        record = store.SessionRecord.from_front_matter(front_matter(written.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError):
+        record = None
+    if record is None:
+        return
+    moment = parse_rfc3339(str(record.closed_at)) or now_utc()
+    rel = _rel(layout, written)
+    head = record.head or "NONE"
+    context = context_path(layout, sid, str(opened.started_at))
+    if context.exists() and "\n## Close\n" not in context.read_text(encoding="utf-8", errors="replace"):
+        _append_close(layout, opened, moment, str(record.outcome), record.end_reason, head, rel)
+    ledger.append(layout, "session.closed", session=sid, head=head, branch=record.branch, at=moment,
+                  outcome=record.outcome, reason=record.end_reason, session_path=rel)
 
 
 def _append_close(layout: Layout, opened: store.OpenFile, moment: datetime, outcome: str, reason: str | None,
