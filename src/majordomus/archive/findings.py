@@ -11,6 +11,7 @@ import stat
 from datetime import timedelta
 
 from majordomus.archive import record as rec
+from majordomus.archive.render import disagreeing
 from majordomus.archive.scan import Entry, scan
 from majordomus.errors import ContractError
 from majordomus.findings import Finding
@@ -120,13 +121,22 @@ def _retention(layout: Layout, entries: list[Entry]) -> list[Finding]:
     return out
 
 
+SHOWN = 5  # files named in one finding; the count is always whole
+
+
+def _first(entries: list[Entry]) -> str:
+    """The first few file names, and how many more: a person sees where to look, never a wall of names."""
+    names = ", ".join(e.name for e in entries[:SHOWN])
+    return names + (f" and {len(entries) - SHOWN} more" if len(entries) > SHOWN else "")
+
+
 def _shape(layout: Layout, entries: list[Entry], rel: str) -> list[Finding]:
     out: list[Finding] = []
     names = set(os.listdir(layout.prompts_dir))
     refused = [e for e in entries if e.record is None]
     if refused:
         out.append(Finding("FAIL", "capture", rel, f"{len(refused)} file(s) under a record's name are not records "
-                           f"this writer can account for (the first: {refused[0].name} {refused[0].problem})"))
+                           f"this writer can account for: {_first(refused)} (the first {refused[0].problem})"))
     ugly = [e for e in entries if e.record is not None and not e.pretty]
     if ugly:
         out.append(Finding("FAIL", "capture", rel, f"{len(ugly)} record(s) are not in the pretty one-member-per-line "
@@ -135,10 +145,18 @@ def _shape(layout: Layout, entries: list[Entry], rel: str) -> list[Finding]:
     if leaky:
         out.append(Finding("FAIL", "capture", rel, f"{len(leaky)} record(s) carry a member that looks like a model "
                            "response or transcript; the archive keeps what the person typed, nothing else"))
-    unrendered = sum(1 for e in entries if e.record is not None
-                     and (f"{e.stem}.md" not in names or f"{e.stem}.yaml" not in names))
+    unrendered = [e for e in entries if e.record is not None
+                  and (f"{e.stem}.md" not in names or f"{e.stem}.yaml" not in names)]
     if unrendered:
-        out.append(Finding("FAIL", "capture", rel, f"{unrendered} record(s) lack a rendering (.md or .yaml)", RENDER))
+        out.append(Finding("FAIL", "capture", rel, f"{len(unrendered)} record(s) lack a rendering (.md or .yaml): "
+                           f"{_first(unrendered)}", RENDER))
+    missing = {e.name for e in unrendered}
+    stale = [e for e in entries if e.record is not None and e.name not in missing
+             and disagreeing(layout.prompts_dir, e.stem, e.record)]
+    if stale:
+        out.append(Finding("FAIL", "capture", rel, f"{len(stale)} record(s) have a rendering that says something else "
+                           f"than the record (a rewrite was cut short; it may still show a pruned body): "
+                           f"{_first(stale)}", RENDER))
     stems = {e.stem for e in entries}
     strays = sorted(n for n in names if not n.startswith(".") and n.endswith((".md", ".yaml"))
                     and n.rsplit(".", 1)[0] not in stems)

@@ -131,7 +131,26 @@ def _encode(text: str) -> bytes:
     return text.encode("utf-8", "replace")  # a lone surrogate cannot be UTF-8; the record keeps it escaped
 
 
+def renderings(record: rec.PromptRecord, stem: str) -> dict[str, bytes]:
+    """Each rendering's file name and exact bytes: what `write_renderings` writes and doctor compares."""
+    return {f"{stem}.md": _encode(render_md(record, stem)), f"{stem}.yaml": _encode(render_yaml(record, stem))}
+
+
 def write_renderings(directory: Path, stem: str, record: rec.PromptRecord) -> None:
     """Both renderings, each atomically and 0600; a symlink under either name is refused."""
-    write_atomic(directory / f"{stem}.md", _encode(render_md(record, stem)), PRIVATE_FILE)
-    write_atomic(directory / f"{stem}.yaml", _encode(render_yaml(record, stem)), PRIVATE_FILE)
+    for name, data in renderings(record, stem).items():
+        write_atomic(directory / name, data, PRIVATE_FILE)
+
+
+def disagreeing(directory: Path, stem: str, record: rec.PromptRecord) -> list[str]:
+    """The renderings of a record that are missing or say something else than the record (a rewrite killed
+    half-way); a symlink counts as disagreeing, and is never followed."""
+    out = []
+    for name, data in renderings(record, stem).items():
+        try:
+            current = rec.read_bytes(directory / name)
+        except OSError:
+            current = None
+        if current != data:
+            out.append(name)
+    return out

@@ -10,7 +10,7 @@ import stat
 import time
 
 from majordomus.archive import record as rec
-from majordomus.archive.render import write_renderings
+from majordomus.archive.render import disagreeing, write_renderings
 from majordomus.archive.scan import scan
 from majordomus.errors import RefusedError
 from majordomus.layout import PRIVATE_DIR, PRIVATE_FILE, Layout, write_atomic
@@ -47,18 +47,17 @@ def repair_modes(layout: Layout) -> tuple[int, int, list[str]]:
 
 
 def render_all(layout: Layout, *, force: bool = False) -> tuple[int, int, list[str]]:
-    """(renderings written, failures, refused names): records lacking a rendering, not pretty, or all with force."""
+    """(renderings written, failures, refused names): renderings missing or disagreeing with their record, records
+    not pretty, or all with force."""
     directory = layout.prompts_dir
-    names = set(os.listdir(directory))
     written = failed = 0
     refused: list[str] = []
     for entry in scan(layout):
-        has_both = f"{entry.stem}.md" in names and f"{entry.stem}.yaml" in names
         if entry.record is None:
             refused.append(entry.name)
             continue
-        if has_both and entry.pretty and not force:
-            continue
+        if entry.pretty and not force and not disagreeing(directory, entry.stem, entry.record):
+            continue  # both renderings there and saying exactly what the record says
         try:
             record = entry.record
             if not entry.pretty:  # an older one-line record, every member known and scalar: reformat, re-stamp

@@ -70,12 +70,14 @@ def lock_archive(layout: Layout) -> Iterator[None]:
 
 
 def rewrite(layout: Layout, entry: Entry, record: rec.PromptRecord) -> None:
-    """Replace a record atomically (never a partial file under its name), then both renderings."""
+    """Replace a record and both renderings, each atomically (never a partial file under its name)."""
     record = replace(record, schema=rec.SCHEMA)
+    # the renderings first: a kill between the two writes leaves a record that still asks for the rewrite
+    # (the next run redoes it), never a record whose body was taken beside renderings that keep it
+    write_renderings(layout.prompts_dir, entry.stem, record)
     write_atomic(entry.path, rec.dumps(record), PRIVATE_FILE)
     entry.record = record
     entry.pretty = True
-    write_renderings(layout.prompts_dir, entry.stem, record)
 
 
 def has_archive(layout: Layout) -> bool:
