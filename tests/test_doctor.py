@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from clients.samples import CONNECTION
 from conftest import git
 from support import session_payload
 
@@ -153,7 +154,7 @@ def test_a_stale_hook_episode_warns_naming_recover_until_recovered(initialised_r
 
 
 def test_a_connection_episode_of_a_dead_server_warns_naming_recover(initialised_repo: Path, run_majordomus) -> None:
-    run_majordomus("capture", "session", "--provider", "generic", "--event", "start", cwd=initialised_repo,
+    run_majordomus("capture", "session", "--provider", CONNECTION, "--event", "start", cwd=initialised_repo,
                    input=session_payload("thread-9", source="attach"))
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from clients.samples import PROMPT_PROVIDERS, SAMPLES, WITHOUT_PROMPT_ROW
 from support import MAJORDOMUS, open_files
 
 PROMPTS = Path(".ai/local/prompts")
@@ -93,25 +94,17 @@ def test_a_captured_prompt_refreshes_the_episodes_last_activity(initialised_repo
     assert yaml.safe_load(path.read_text())["last_activity_at"] > "2020"
 
 
-@pytest.mark.parametrize(("provider", "payload", "event"), [
-    ("claude-code", {"session_id": "s", "prompt_id": "p", "prompt": "from claude", "hook_event_name": "UserPromptSubmit",
-                     "transcript_path": "/t", "cwd": "/w", "permission_mode": "default"}, "UserPromptSubmit"),
-    ("codex", {"session_id": "s", "turn_id": "t-1", "prompt": "from codex", "model": "gpt-5", "cwd": "/w"},
-     "UserPromptSubmit"),
-    ("gemini", {"session_id": "s", "prompt": "from gemini", "hook_event_name": "BeforeAgent",
-                "timestamp": "2026-12-02T08:00:00Z"}, "BeforeAgent"),
-    ("cursor", {"conversation_id": "c", "generation_id": "g", "prompt": "from cursor", "attachments": [],
-                "workspace_roots": ["/w"]}, "beforeSubmitPrompt"),
-    ("copilot", {"session_id": "s", "prompt": "from copilot", "timestamp": 1764662400000, "cwd": "/w"},
-     "UserPromptSubmit"),
-])
+@pytest.mark.parametrize("provider", PROMPT_PROVIDERS)
 def test_every_declared_prompt_adapter_archives_its_clients_payload(initialised_repo: Path, run_majordomus,
-                                                                    provider, payload, event) -> None:
-    done = prompt(run_majordomus, initialised_repo, payload, provider=provider)
+                                                                    provider) -> None:
+    sample = SAMPLES[provider]
+    done = prompt(run_majordomus, initialised_repo, sample["prompt"], provider=provider)
     assert done.returncode == 0, done.stderr
     (record,) = records(initialised_repo).values()
-    assert record["provider"] == provider and record["event"] == event
-    assert record["text"] == payload["prompt"] and record["session"] in ("s", "c")
+    expected = sample["archived"]
+    assert record["provider"] == provider and record["event"] == expected["event"]
+    assert record["text"] == expected["text"] and record["session"] == expected["session"]
+    assert record["id"] == expected.get("id")
     assert capture_log(initialised_repo) == ""
 
 
@@ -119,7 +112,7 @@ def test_admission_failures_exit_12(initialised_repo: Path, git_repo: Path, run_
     body = {"session_id": "s", "prompt": "x"}
     unknown = prompt(run_majordomus, initialised_repo, body, provider="nope")
     assert unknown.returncode == 12 and b"unknown provider 'nope'" in unknown.stderr
-    no_adapter = prompt(run_majordomus, initialised_repo, body, provider="generic")
+    no_adapter = prompt(run_majordomus, initialised_repo, body, provider=WITHOUT_PROMPT_ROW[0])
     assert no_adapter.returncode == 12 and b"no prompt adapter" in no_adapter.stderr
     other = tmp_path / "plain"
     other.mkdir()

@@ -14,49 +14,15 @@ from typing import Any
 
 import pytest
 
+from clients.samples import CONNECTION, INSTALLABLE, SAMPLES, UNINSTALLABLE, first_end, session_bytes
 from majordomus.clients.providers import Provider, get_provider
 from support import MAJORDOMUS, MAJORDOMUS_MCP, open_files, records
 
-CLIENTS = ("claude-code", "codex", "gemini", "cursor", "copilot")
-
-# Foreign content a person already has, per client and file role: everything here must survive.
-FOREIGN_HOOKS: dict[str, dict[str, Any]] = {
-    "claude-code": {"permissions": {"allow": ["Bash(ls)"]},
-                    "hooks": {"SessionStart": [{"matcher": "startup", "hooks": [
-                        {"type": "command", "command": "echo foreign-start", "timeout": 7}]}],
-                              "Stop": [{"hooks": [{"type": "command", "command": "echo foreign-stop"}]}]}},
-    "codex": {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo foreign-start"}]}]}},
-    "gemini": {"theme": "GitHub", "hooksConfig": {"notifications": True},
-               "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo foreign-start",
-                                                      "timeout": 1000}]}]},
-               "mcpServers": {"other": {"command": "other-server", "args": ["--x"]}}},
-    "cursor": {"version": 1, "hooks": {"sessionStart": [{"command": "echo foreign-start"}],
-                                       "stop": [{"command": "echo foreign-stop"}]}},
-    "copilot": {"version": 1, "hooks": {"SessionStart": [{"type": "command", "bash": "echo foreign-start",
-                                                          "timeoutSec": 3}]}},
-}
+# Foreign content a person already has in the MCP file, by file type (each client's hook file: samples.yaml `foreign`).
 FOREIGN_MCP_JSON = {"mcpServers": {"other": {"type": "stdio", "command": "other-server", "args": ["--x"]}},
                     "inputs": [{"id": "token"}]}
 FOREIGN_TOML = ('model = "o3"  # a comment that must survive\n\n[mcp_servers.other]\ncommand = "other-server"\n'
                 'args = ["--x"]\n\n[features]\nweb_search = true\n')
-
-# What each client's real hook payload looks like (CLIENTS.md), and the outcome its end reason must give.
-START_PAYLOADS: dict[str, dict[str, Any]] = {
-    "claude-code": {"session_id": "cc-1", "transcript_path": "/tmp/t.jsonl", "cwd": "/w", "permission_mode": "default",
-                    "hook_event_name": "SessionStart", "source": "startup"},
-    "codex": {"session_id": "codex-1", "transcript_path": None, "cwd": "/w", "hook_event_name": "SessionStart",
-              "model": "gpt-5", "permission_mode": "default", "source": "startup"},
-    "gemini": {"session_id": "gem-1", "transcript_path": "/tmp/t.json", "cwd": "/w", "hook_event_name": "SessionStart",
-               "timestamp": "2026-12-02T08:00:00.000Z", "source": "startup"},
-    "cursor": {"session_id": "cur-1", "conversation_id": "conv-1", "hook_event_name": "sessionStart",
-               "is_background_agent": False, "composer_mode": "agent", "workspace_roots": ["/w"]},
-    "copilot": {"hook_event_name": "SessionStart", "session_id": "cop-1", "timestamp": "2026-12-02T08:00:00Z",
-                "cwd": "/w", "source": "new"},
-}
-END_REASONS = {"claude-code": ("prompt_input_exit", "closed"), "codex": ("other", "interrupted"),
-               "gemini": ("exit", "closed"), "cursor": ("window_close", "interrupted"),
-               "copilot": ("user_exit", "closed")}
-END_TIMEOUT = {"claude-code": 5, "codex": 3, "gemini": 5000, "cursor": 5, "copilot": 5}
 
 
 def install(repo: Path, provider: str, umask: int | None = None) -> subprocess.CompletedProcess[bytes]:
@@ -70,7 +36,7 @@ def seed(repo: Path, provider: Provider) -> dict[str, bytes]:
     """Write the foreign files; returns their bytes by relative path."""
     files: dict[str, bytes] = {}
     assert provider.config
-    files[provider.config] = json.dumps(FOREIGN_HOOKS[provider.name], indent=4).encode()
+    files[provider.config] = json.dumps(SAMPLES[provider.name]["foreign"], indent=4).encode()
     if provider.mcp_config and provider.mcp_config != provider.config:
         files[provider.mcp_config] = (FOREIGN_TOML.encode() if provider.mcp_config.endswith(".toml")
                                       else json.dumps(FOREIGN_MCP_JSON, indent=2).encode())
@@ -87,14 +53,14 @@ def handlers(doc: dict[str, Any], event: str) -> list[dict[str, Any]]:
     return out
 
 
-def command_of(handler: dict[str, Any]) -> str:
-    return handler.get("command") or handler["bash"]
+def command_of(handler: dict[str, Any], name: str) -> str:
+    return handler[SAMPLES[name]["wired"]["command_key"]]
 
 
 def our_handler(repo: Path, provider: Provider, event: str) -> dict[str, Any]:
     assert provider.config
     doc = json.loads((repo / provider.config).read_text())
-    mine = [h for h in handlers(doc, event) if "majordomus" in command_of(h)]
+    mine = [h for h in handlers(doc, event) if "majordomus" in command_of(h, provider.name)]
     assert len(mine) == 1, (event, handlers(doc, event))
     return mine[0]
 
@@ -107,7 +73,7 @@ def mcp_entry(repo: Path, provider: Provider) -> dict[str, Any]:
     return json.loads(text)["mcpServers"]["majordomus"]
 
 
-@pytest.mark.parametrize("name", CLIENTS)
+@pytest.mark.parametrize("name", INSTALLABLE)
 def test_install_merges_into_existing_files_and_keeps_every_foreign_entry(initialised_repo: Path, name: str) -> None:
     provider = get_provider(name)
     seeded = seed(initialised_repo, provider)
@@ -115,13 +81,14 @@ def test_install_merges_into_existing_files_and_keeps_every_foreign_entry(initia
     assert done.returncode == 0, done.stderr
     assert provider.config
     doc = json.loads((initialised_repo / provider.config).read_text())
-    for key, value in FOREIGN_HOOKS[name].items():
+    foreign_hooks = SAMPLES[name]["foreign"]
+    for key, value in foreign_hooks.items():
         if key != "hooks":
             assert all(doc[key][k] == v for k, v in value.items()) if isinstance(value, dict) else doc[key] == value
-    for event, entries in FOREIGN_HOOKS[name]["hooks"].items():
-        kept = [command_of(h) for h in handlers(doc, event)]
+    for event, entries in foreign_hooks["hooks"].items():
+        kept = [command_of(h, name) for h in handlers(doc, event)]
         for foreign in handlers({"hooks": {event: entries}}, event):
-            assert command_of(foreign) in kept
+            assert command_of(foreign, name) in kept
     for rel, data in seeded.items():
         if rel.endswith(".toml"):
             before, after = tomllib.loads(data.decode()), tomllib.loads((initialised_repo / rel).read_text())
@@ -132,33 +99,36 @@ def test_install_merges_into_existing_files_and_keeps_every_foreign_entry(initia
             after_doc = json.loads((initialised_repo / rel).read_text())
             assert after_doc["mcpServers"]["other"] == FOREIGN_MCP_JSON["mcpServers"]["other"]
             assert after_doc["inputs"] == FOREIGN_MCP_JSON["inputs"]
-    if name == "gemini":
-        assert doc["mcpServers"]["other"]["command"] == "other-server"
-        assert doc["hooksConfig"] == {"notifications": True, "enabled": True}
+    assert provider.install is not None
+    if provider.install.switch is not None:  # a person's other keys in the switch's section stay beside it
+        section, key = provider.install.switch
+        assert doc[section] == {**foreign_hooks.get(section, {}), key: True}
     assert mcp_entry(initialised_repo, provider)["command"] == str(MAJORDOMUS_MCP)
     assert provider.config.encode() in done.stdout
 
 
-@pytest.mark.parametrize("name", CLIENTS)
+@pytest.mark.parametrize("name", INSTALLABLE)
 def test_install_writes_each_event_with_an_explicit_timeout_in_the_clients_own_unit(initialised_repo: Path,
                                                                                    name: str) -> None:
     provider = get_provider(name)
     assert install(initialised_repo, name).returncode == 0
     assert provider.session is not None and provider.prompt is not None
-    timeout_key = "timeoutSec" if name == "copilot" else "timeout"
-    for ours, event in provider.session.events.items():
-        handler = our_handler(initialised_repo, provider, event)
-        assert shlex.split(command_of(handler)) == [str(MAJORDOMUS), "capture", "session", "--provider", name,
-                                                    "--event", ours]
-        assert isinstance(handler[timeout_key], int)
-    end = our_handler(initialised_repo, provider, provider.session.events["end"])
-    assert end[timeout_key] == END_TIMEOUT[name]
+    wired = SAMPLES[name]["wired"]
+    timeout_key = wired["timeout_key"]
+    for ours, events in provider.session.events.items():
+        for event in events:
+            handler = our_handler(initialised_repo, provider, event)
+            assert shlex.split(command_of(handler, name)) == [str(MAJORDOMUS), "capture", "session", "--provider",
+                                                              name, "--event", ours]
+            assert isinstance(handler[timeout_key], int)
+    for event in provider.session.events["end"]:
+        assert our_handler(initialised_repo, provider, event)[timeout_key] == wired["end_timeout"]
     prompt = our_handler(initialised_repo, provider, provider.prompt.event)
-    assert shlex.split(command_of(prompt))[1:] == ["capture", "prompt", "--provider", name]
-    assert prompt[timeout_key] == (10_000 if name == "gemini" else 10)
+    assert shlex.split(command_of(prompt, name))[1:] == ["capture", "prompt", "--provider", name]
+    assert prompt[timeout_key] == wired["prompt_timeout"]
 
 
-@pytest.mark.parametrize("name", CLIENTS)
+@pytest.mark.parametrize("name", INSTALLABLE)
 def test_a_second_install_changes_no_byte_and_says_so(initialised_repo: Path, name: str) -> None:
     provider = get_provider(name)
     seed(initialised_repo, provider)
@@ -171,7 +141,7 @@ def test_a_second_install_changes_no_byte_and_says_so(initialised_repo: Path, na
     assert {rel: (initialised_repo / rel).read_bytes() for rel in files} == before
 
 
-@pytest.mark.parametrize("name", CLIENTS)
+@pytest.mark.parametrize("name", INSTALLABLE)
 def test_a_config_that_is_not_valid_json_is_refused_and_left_untouched(initialised_repo: Path, name: str) -> None:
     provider = get_provider(name)
     assert provider.config
@@ -216,7 +186,7 @@ def test_a_symlinked_config_is_refused_and_its_target_untouched(initialised_repo
     assert target.read_text() == "{}"
 
 
-@pytest.mark.parametrize("name", CLIENTS)
+@pytest.mark.parametrize("name", INSTALLABLE)
 def test_umask_000_makes_nothing_world_writable(initialised_repo: Path, name: str) -> None:
     done = install(initialised_repo, name, umask=0)
     assert done.returncode == 0, done.stderr
@@ -230,21 +200,30 @@ def test_umask_000_makes_nothing_world_writable(initialised_repo: Path, name: st
             assert not mode & 0o022, f"{path} is {mode:o}"
 
 
-def test_generic_install_writes_nothing_and_says_how_to_register_the_server(initialised_repo: Path) -> None:
+def test_the_connection_providers_install_writes_nothing_and_says_how_to_register_the_server(
+        initialised_repo: Path) -> None:
     before = sorted(p.name for p in initialised_repo.iterdir())
-    done = install(initialised_repo, "generic")
+    done = install(initialised_repo, CONNECTION)
     assert done.returncode == 0, done.stderr
     assert str(MAJORDOMUS_MCP).encode() in done.stdout
     assert sorted(p.name for p in initialised_repo.iterdir()) == before
 
 
-def test_a_provider_with_nothing_to_wire_is_refused_with_exit_12(initialised_repo: Path) -> None:
-    done = install(initialised_repo, "windsurf")
+@pytest.mark.parametrize("name", UNINSTALLABLE)
+def test_a_provider_install_cannot_wire_is_refused_with_exit_12_and_its_sentence(initialised_repo: Path,
+                                                                                  name: str) -> None:
+    provider = get_provider(name)
+    before = sorted(p.name for p in initialised_repo.iterdir())
+    done = install(initialised_repo, name)
     assert done.returncode == 12
-    assert b"claude-code" in done.stderr
+    stderr = done.stderr.decode()
+    assert provider.install is not None and provider.install.unsupported
+    assert provider.install.unsupported.rstrip(".") in stderr  # says why, as the declaration does
+    assert f"wire one of: {', '.join([*INSTALLABLE, CONNECTION])}" in stderr
+    assert sorted(p.name for p in initialised_repo.iterdir()) == before
 
 
-@pytest.mark.parametrize("name", CLIENTS)
+@pytest.mark.parametrize("name", INSTALLABLE)
 def test_the_installed_hook_command_line_opens_and_closes_a_real_episode(initialised_repo: Path, name: str) -> None:
     """1. install the client; 2. read the start and end command lines back from its own configuration;
     3. run each through a shell, as the client would, with the client's real payload on stdin.
@@ -252,20 +231,17 @@ def test_the_installed_hook_command_line_opens_and_closes_a_real_episode(initial
     provider = get_provider(name)
     assert install(initialised_repo, name).returncode == 0
     assert provider.session is not None
-    payload = START_PAYLOADS[name]
     env = {**os.environ, "PATH": "/usr/bin:/bin"}  # the command line must not depend on PATH
-    start = command_of(our_handler(initialised_repo, provider, provider.session.events["start"]))
-    done = subprocess.run(["sh", "-c", start], cwd=initialised_repo, input=json.dumps(payload).encode(), env=env,
-                          capture_output=True, timeout=60, check=False)
+    start = command_of(our_handler(initialised_repo, provider, provider.session.events["start"][0]), name)
+    done = subprocess.run(["sh", "-c", start], cwd=initialised_repo, input=session_bytes(name, "start", f"{name}-1"),
+                          env=env, capture_output=True, timeout=60, check=False)
     assert done.returncode == 0 and b"opened at" in done.stderr, done.stderr
     (opened,) = open_files(initialised_repo).values()
-    assert opened["provider"] == name and opened["provider_session"] == payload["session_id"]
-    reason, outcome = END_REASONS[name]
-    end = command_of(our_handler(initialised_repo, provider, provider.session.events["end"]))
-    end_payload = {"session_id": payload["session_id"], "hook_event_name": provider.session.events["end"],
-                   "reason": reason}
-    done = subprocess.run(["sh", "-c", end], cwd=initialised_repo, input=json.dumps(end_payload).encode(), env=env,
-                          capture_output=True, timeout=60, check=False)
+    assert opened["provider"] == name and opened["provider_session"] == f"{name}-1"
+    reason, outcome = first_end(name)
+    end = command_of(our_handler(initialised_repo, provider, provider.session.events["end"][0]), name)
+    done = subprocess.run(["sh", "-c", end], cwd=initialised_repo, input=session_bytes(name, "end", f"{name}-1", reason),
+                          env=env, capture_output=True, timeout=60, check=False)
     assert done.returncode == 0 and b"episode closed" in done.stderr, done.stderr
     (record,) = records(initialised_repo).values()
     assert record["outcome"] == outcome and record["end_reason"] == reason and record["provider"] == name
@@ -280,8 +256,10 @@ def test_an_out_of_date_majordomus_entry_is_updated_in_place_not_duplicated(init
     assert done.returncode == 0, done.stderr
     assert b"updated" in done.stdout
     assert provider.session is not None
-    for event in provider.session.events.values():
-        assert shlex.split(command_of(our_handler(initialised_repo, provider, event)))[0] == str(MAJORDOMUS)
+    for events in provider.session.events.values():
+        for event in events:
+            command = command_of(our_handler(initialised_repo, provider, event), "claude-code")
+            assert shlex.split(command)[0] == str(MAJORDOMUS)
 
 
 def test_an_empty_existing_file_is_merged_into_as_an_empty_object(initialised_repo: Path) -> None:

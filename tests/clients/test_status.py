@@ -7,6 +7,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from clients.samples import CONNECTION, DECLARED, INSTALLABLE, SAMPLES, UNINSTALLABLE
 from majordomus.clients.providers import load_providers
 
 STATES = {"unsupported", "unadapted", "unconfigured", "named", "wired", "verified"}
@@ -42,13 +45,13 @@ def test_every_declared_provider_and_aspect_has_exactly_one_row_with_evidence(in
         assert row["reason"], key
 
 
-def test_generic_session_is_verified_by_a_real_dry_run_that_writes_nothing(initialised_repo: Path,
-                                                                           run_majordomus) -> None:
+def test_the_connection_session_is_verified_by_a_real_dry_run_that_writes_nothing(initialised_repo: Path,
+                                                                                   run_majordomus) -> None:
     before = layer_snapshot(initialised_repo)
     done = run_majordomus("capture", "status", cwd=initialised_repo)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.decode().splitlines()
-    assert any(re.match(r"^generic:session +connection +verified +\S", line) for line in lines), lines
+    assert any(re.match(rf"^{CONNECTION}:session +connection +verified +\S", line) for line in lines), lines
     assert layer_snapshot(initialised_repo) == before
     assert not list((initialised_repo / ".ai/local/state/sessions-open").iterdir())
     assert not (initialised_repo / ".ai/local/state/ledger.jsonl").exists()
@@ -61,30 +64,41 @@ def test_text_rows_put_capability_before_state_in_aligned_columns(initialised_re
     assert len(starts) == 1, "the state column is not aligned"
 
 
-def test_generic_session_is_not_verified_without_a_layer(git_repo: Path, run_majordomus) -> None:
-    row = status_rows(run_majordomus, git_repo)[("generic", "session")]
+def test_the_connection_session_is_not_verified_without_a_layer(git_repo: Path, run_majordomus) -> None:
+    row = status_rows(run_majordomus, git_repo)[(CONNECTION, "session")]
     assert row["state"] == "wired"
     assert "majordomus init" in row["reason"]
 
 
-def test_windsurf_session_is_unsupported_and_its_prompt_unadapted(initialised_repo: Path, run_majordomus) -> None:
+def test_an_aspect_declared_none_is_unsupported_and_one_install_cannot_wire_says_why(initialised_repo: Path,
+                                                                                     run_majordomus) -> None:
     rows = status_rows(run_majordomus, initialised_repo)
-    assert rows[("windsurf", "session")]["state"] == "unsupported"
-    assert rows[("windsurf", "session")]["capability"] == "none"
-    assert rows[("windsurf", "prompt")]["state"] == "unadapted"
-    assert rows[("generic", "prompt")]["state"] == "unsupported"
+    for (name, aspect), row in rows.items():
+        offer = DECLARED[name].offers["episode" if aspect == "session" else "prompts"]
+        if offer == "none":
+            assert (row["state"], row["capability"]) == ("unsupported", "none"), (name, aspect)
+    for name in UNINSTALLABLE:
+        install = DECLARED[name].install
+        assert install is not None and install.unsupported
+        for aspect in ("session", "prompt"):
+            row = rows[(name, aspect)]
+            if row["capability"] != "none":
+                assert row["state"] == "unadapted", (name, aspect)
+                assert "capture install cannot wire it" in row["reason"] and install.unsupported in row["reason"]
 
 
-def test_a_client_is_unconfigured_until_install_wires_it(initialised_repo: Path, run_majordomus) -> None:
+@pytest.mark.parametrize("name", INSTALLABLE)
+def test_a_client_is_unconfigured_until_install_wires_it(initialised_repo: Path, run_majordomus, name: str) -> None:
     rows = status_rows(run_majordomus, initialised_repo)
-    assert rows[("claude-code", "session")]["state"] == "unconfigured"
-    assert "capture install --provider claude-code" in rows[("claude-code", "session")]["reason"]
-    assert run_majordomus("capture", "install", "--provider", "claude-code", cwd=initialised_repo).returncode == 0
+    assert rows[(name, "session")]["state"] == "unconfigured"
+    assert f"capture install --provider {name}" in rows[(name, "session")]["reason"]
+    assert run_majordomus("capture", "install", "--provider", name, cwd=initialised_repo).returncode == 0
     before = layer_snapshot(initialised_repo)
     rows = status_rows(run_majordomus, initialised_repo)
-    assert rows[("claude-code", "session")]["state"] == "verified"  # its own command line, dry-run
-    assert rows[("claude-code", "prompt")]["state"] in {"wired", "verified"}
-    assert rows[("codex", "session")]["state"] == "unconfigured"
+    assert rows[(name, "session")]["state"] == "verified"  # its own command line, dry-run
+    assert rows[(name, "prompt")]["state"] in {"wired", "verified"}
+    assert all(row["state"] == "unconfigured" for (other, _), row in rows.items() if other in INSTALLABLE
+               and other != name and DECLARED[other].config != DECLARED[name].config)
     assert layer_snapshot(initialised_repo) == before
 
 
@@ -97,11 +111,15 @@ def test_a_configuration_that_does_not_call_majordomus_is_named(initialised_repo
     assert "SessionStart" in row["reason"]
 
 
-def test_a_configuration_naming_a_missing_executable_is_named_not_wired(initialised_repo: Path,
-                                                                       run_majordomus) -> None:
-    assert run_majordomus("capture", "install", "--provider", "cursor", cwd=initialised_repo).returncode == 0
-    hooks = initialised_repo / ".cursor/hooks.json"
-    hooks.write_text(hooks.read_text().replace('"command": "/', '"command": "/nonexistent/'))
-    row = status_rows(run_majordomus, initialised_repo)[("cursor", "session")]
+@pytest.mark.parametrize("name", INSTALLABLE)
+def test_a_configuration_naming_a_missing_executable_is_named_not_wired(initialised_repo: Path, run_majordomus,
+                                                                       name: str) -> None:
+    assert run_majordomus("capture", "install", "--provider", name, cwd=initialised_repo).returncode == 0
+    config = DECLARED[name].config
+    assert config
+    key = SAMPLES[name]["wired"]["command_key"]
+    hooks = initialised_repo / config
+    hooks.write_text(hooks.read_text().replace(f'"{key}": "/', f'"{key}": "/nonexistent/'))
+    row = status_rows(run_majordomus, initialised_repo)[(name, "session")]
     assert row["state"] == "named"
     assert "not an executable" in row["reason"]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from clients.samples import CONNECTION
 from mcp_support import (
     INITIALIZED,
     LEASE,
@@ -59,7 +60,7 @@ def test_spec_9_demonstration_holds_as_written(initialised_repo: Path) -> None:
 
     status = mj("capture", "status")
     assert status.returncode == 0
-    assert re.search(r"^generic:session\s+connection\s+verified", status.stdout, re.M), status.stdout
+    assert re.search(rf"^{CONNECTION}:session\s+connection\s+verified", status.stdout, re.M), status.stdout
     for args in (["capture", "reconcile", "--dry-run"], ["capture", "reconcile"], ["capture", "prune", "--dry-run"]):
         assert mj(*args).returncode == 0, args
     doctor = mj("doctor")
@@ -90,7 +91,7 @@ def test_c_attach_list_detach_in_one_connection(initialised_repo: Path) -> None:
     attached = structured(out[1])
     assert attached["resumed"] is False and attached["reattach_grace_seconds"] > 0
     episode = attached["episode"]
-    assert (episode["external_id"], episode["state"], episode["provider"]) == (ep, "open", "generic")
+    assert (episode["external_id"], episode["state"], episode["provider"]) == (ep, "open", CONNECTION)
     assert re.search("opened|kept", episode["repository"])
     listing = structured(out[2])
     assert listing["mine"]["external_id"] == ep and listing["open"] == 1

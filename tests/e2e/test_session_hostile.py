@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from clients.samples import CONNECTION, WITHOUT_EPISODES
 from support import MAJORDOMUS, open_files, session_payload
 
 MALFORMED = {
@@ -48,7 +49,7 @@ def test_a_ten_megabyte_payload_still_draws_the_boundary(initialised_repo: Path,
                                      "k" * 10_000, ""])
 def test_a_hostile_session_id_is_keyed_inside_the_store(initialised_repo: Path, run_majordomus, hostile: str) -> None:
     before = {p for p in initialised_repo.parent.rglob("*")}
-    done = run_majordomus("capture", "session", "--provider", "generic", "--event", "start", cwd=initialised_repo,
+    done = run_majordomus("capture", "session", "--provider", CONNECTION, "--event", "start", cwd=initialised_repo,
                           input=json.dumps({"session_id": hostile, "source": "attach"}).encode())
     assert done.returncode == 0
     created = {p for p in initialised_repo.parent.rglob("*")} - before
@@ -57,7 +58,7 @@ def test_a_hostile_session_id_is_keyed_inside_the_store(initialised_repo: Path, 
         (name,) = open_files(initialised_repo)
         assert "/" not in name and ".." not in name and len(name) < 250
         assert next(iter(open_files(initialised_repo).values()))["provider_session"] == hostile.strip()
-        closed = run_majordomus("capture", "session", "--provider", "generic", "--event", "end", cwd=initialised_repo,
+        closed = run_majordomus("capture", "session", "--provider", CONNECTION, "--event", "end", cwd=initialised_repo,
                                 input=json.dumps({"session_id": hostile, "reason": "detach"}).encode())
         assert b"episode closed (closed, reason detach)" in closed.stderr
 
@@ -89,8 +90,9 @@ def test_an_unknown_provider_is_exit_12(initialised_repo: Path, run_majordomus) 
     assert done.stderr.startswith(b"majordomus: unknown provider 'no-such-client'")
 
 
-def test_a_provider_without_episodes_is_exit_12(initialised_repo: Path, run_majordomus) -> None:
-    done = run_majordomus("capture", "session", "--provider", "windsurf", "--event", "start", cwd=initialised_repo,
+@pytest.mark.parametrize("provider", WITHOUT_EPISODES)
+def test_a_provider_without_episodes_is_exit_12(initialised_repo: Path, run_majordomus, provider: str) -> None:
+    done = run_majordomus("capture", "session", "--provider", provider, "--event", "start", cwd=initialised_repo,
                           input=b"{}")
     assert done.returncode == 12 and b"capture status" in done.stderr
 
@@ -113,8 +115,8 @@ def test_an_unknown_event_is_a_usage_error(initialised_repo: Path, run_majordomu
 
 
 def test_dry_run_says_what_it_would_do_and_writes_nothing(initialised_repo: Path, run_majordomus) -> None:
-    done = run_majordomus("capture", "session", "--provider", "generic", "--event", "end", "--dry-run",
+    done = run_majordomus("capture", "session", "--provider", CONNECTION, "--event", "end", "--dry-run",
                           cwd=initialised_repo, input=json.dumps({"session_id": "selftest-1", "reason": "detach"}).encode())
-    assert done.stderr.decode().strip() == ("capture session: would end the episode for generic "
+    assert done.stderr.decode().strip() == (f"capture session: would end the episode for {CONNECTION} "
                                             "(provider session selftest-1), reason detach")
     assert not (initialised_repo / ".ai/local/state/ledger.jsonl").exists()

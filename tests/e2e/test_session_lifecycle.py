@@ -12,19 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from clients.samples import SESSION_PROVIDERS, end_cases, session_bytes
 from support import MAJORDOMUS, open_files, records, session_payload
-
-# (provider, start payload extras, deliberate end, accidental end) — shapes from CLIENTS.md
-CLIENTS = [
-    ("claude-code", {"hook_event_name": "SessionStart", "source": "startup", "transcript_path": "/tmp/t.jsonl",
-                     "cwd": "/x", "permission_mode": "default"}, "prompt_input_exit", "other"),
-    ("claude-code", {"hook_event_name": "SessionStart", "source": "startup"}, "logout", "bypass_permissions_disabled"),
-    ("gemini", {"hook_event_name": "SessionStart", "source": "startup", "timestamp": "2026-12-02T08:00:00Z"},
-     "exit", "other"),
-    ("copilot", {"hook_event_name": "SessionStart", "source": "new", "timestamp": "2026-12-02T08:00:00Z"},
-     "user_exit", "error"),
-    ("generic", {"source": "attach"}, "detach", "expired"),
-]
 
 
 def end(run_majordomus, repo: Path, provider: str, ps: str, reason: str | None):
@@ -40,31 +29,33 @@ def start(run_majordomus, repo: Path, provider: str, ps: str, **extra):
                           input=session_payload(ps, **extra))
 
 
-@pytest.mark.parametrize(("provider", "extra", "deliberate", "accidental"), CLIENTS)
+@pytest.mark.parametrize(("provider", "reason", "outcome"), end_cases(SESSION_PROVIDERS))
 def test_a_deliberate_end_is_closed_and_any_other_is_interrupted(initialised_repo: Path, run_majordomus, provider,
-                                                                  extra, deliberate, accidental) -> None:
-    for ps, reason, outcome in ((f"{provider}-a", deliberate, "closed"), (f"{provider}-b", accidental, "interrupted")):
-        opened = start(run_majordomus, initialised_repo, provider, ps, **extra)
-        assert opened.returncode == 0 and opened.stdout == b""
-        assert b"opened at" in opened.stderr
-        closed = end(run_majordomus, initialised_repo, provider, ps, reason)
-        assert closed.returncode == 0 and closed.stdout == b""
-        line = closed.stderr.decode().strip()
-        assert line.startswith(f"episode closed ({outcome}, reason {reason}) into .ai/repo/sessions/"), line
-        meta = records(initialised_repo)[line.rsplit(" into ", 1)[1]]
-        assert meta["outcome"] == outcome and meta["end_reason"] == reason and meta["provider"] == provider
+                                                                  reason, outcome) -> None:
+    """Every provider with a session row, every end its samples list, in the client's own payloads."""
+    ps = f"{provider}-{reason}"
+    opened = run_majordomus("capture", "session", "--provider", provider, "--event", "start", cwd=initialised_repo,
+                            input=session_bytes(provider, "start", ps))
+    assert opened.returncode == 0 and opened.stdout == b""
+    assert b"opened at" in opened.stderr
+    closed = run_majordomus("capture", "session", "--provider", provider, "--event", "end", cwd=initialised_repo,
+                            input=session_bytes(provider, "end", ps, reason))
+    assert closed.returncode == 0 and closed.stdout == b""
+    line = closed.stderr.decode().strip()
+    assert line.startswith(f"episode closed ({outcome}, reason {reason}) into .ai/repo/sessions/"), line
+    meta = records(initialised_repo)[line.rsplit(" into ", 1)[1]]
+    assert meta["outcome"] == outcome and meta["end_reason"] == reason and meta["provider"] == provider
 
 
-def test_codex_always_says_other_so_its_episodes_end_interrupted(initialised_repo: Path, run_majordomus) -> None:
-    start(run_majordomus, initialised_repo, "codex", "thread-1", source="startup", model="gpt-5", turn_id="t1")
-    done = end(run_majordomus, initialised_repo, "codex", "thread-1", "other")
-    assert b"episode closed (interrupted, reason other)" in done.stderr
-
-
-def test_an_end_with_no_reason_is_interrupted(initialised_repo: Path, run_majordomus) -> None:
-    start(run_majordomus, initialised_repo, "claude-code", "no-reason")
-    done = end(run_majordomus, initialised_repo, "claude-code", "no-reason", None)
-    assert b"episode closed (interrupted, no reason given)" in done.stderr
+@pytest.mark.parametrize("provider", SESSION_PROVIDERS)
+def test_an_end_with_no_reason_is_interrupted_for_every_provider(initialised_repo: Path, run_majordomus,
+                                                                 provider) -> None:
+    ps = f"{provider}-no-reason"
+    run_majordomus("capture", "session", "--provider", provider, "--event", "start", cwd=initialised_repo,
+                   input=session_bytes(provider, "start", ps))
+    done = run_majordomus("capture", "session", "--provider", provider, "--event", "end", cwd=initialised_repo,
+                          input=session_bytes(provider, "end", ps))
+    assert b"episode closed (interrupted, no reason given)" in done.stderr, done.stderr
 
 
 def test_resume_and_compact_sources_keep_the_open_episode(initialised_repo: Path, run_majordomus) -> None:

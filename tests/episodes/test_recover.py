@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from support import open_files, records, session_payload
+from clients.samples import CONNECTION
 
 LONG_AGO = (datetime.now(timezone.utc) - timedelta(days=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -82,13 +83,13 @@ def test_a_new_provider_session_start_recovers_a_stale_episode(initialised_repo:
 
 def test_a_connection_episode_of_a_dead_server_is_detached_then_expired_after_the_grace(initialised_repo: Path,
                                                                                          run_majordomus) -> None:
-    """1. a generic episode opens, held by a server pid that is dead; the grace is 1 s;
+    """1. a connection episode opens, held by a server pid that is dead; the grace is 1 s;
     2. recover --dry-run writes nothing; recover stamps detached_at (the grace runs from there);
     3. once the grace has passed, recover --dry-run still writes nothing, and recover closes it.
     The record says interrupted, reason expired."""
     policy = initialised_repo / ".ai/repo/policy.yaml"
     policy.write_text(re.sub(r"reattach_grace_seconds: \d+", "reattach_grace_seconds: 1", policy.read_text()))
-    start(run_majordomus, initialised_repo, "generic", "thread-1", source="attach")
+    start(run_majordomus, initialised_repo, CONNECTION, "thread-1", source="attach")
     set_field(initialised_repo, "thread-1", "held_by", dead_pid())
 
     before = layer_snapshot(initialised_repo)
@@ -119,7 +120,7 @@ def test_a_connection_episode_of_a_dead_server_is_detached_then_expired_after_th
 
 def test_a_connection_episode_held_by_a_live_majordomus_is_left_alone(initialised_repo: Path,
                                                                       run_majordomus) -> None:
-    start(run_majordomus, initialised_repo, "generic", "thread-live", source="attach")
+    start(run_majordomus, initialised_repo, CONNECTION, "thread-live", source="attach")
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "majordomus-holder"])
     try:
         set_field(initialised_repo, "thread-live", "held_by", holder.pid)

@@ -7,21 +7,22 @@ import re
 from pathlib import Path
 
 from majordomus.episodes.hook import run_session
+from clients.samples import CONNECTION
 
 
 def test_the_function_and_the_executable_agree(initialised_repo: Path, run_majordomus) -> None:
     payload = json.dumps({"session_id": "same-bytes", "source": "attach"}).encode()
-    first = run_session(initialised_repo, "generic", "start", payload)
-    again = run_majordomus("capture", "session", "--provider", "generic", "--event", "start", cwd=initialised_repo,
+    first = run_session(initialised_repo, CONNECTION, "start", payload)
+    again = run_majordomus("capture", "session", "--provider", CONNECTION, "--event", "start", cwd=initialised_repo,
                            input=payload)
     assert first.exit_code == 0 and re.fullmatch(r"session s-\d{14}-[0-9a-f]{4} opened at \S+Z \(head [0-9a-f]{7}\)",
                                                  first.line)
     sid = first.line.split()[1]
     assert again.stderr.decode().strip().startswith(f"session {sid} already open here since ")
     closing = json.dumps({"session_id": "same-bytes", "reason": "detach"}).encode()
-    closed = run_session(initialised_repo, "generic", "end", closing)
+    closed = run_session(initialised_repo, CONNECTION, "end", closing)
     assert closed.line.startswith("episode closed (closed, reason detach) into .ai/repo/sessions/")
-    assert run_majordomus("capture", "session", "--provider", "generic", "--event", "end", cwd=initialised_repo,
+    assert run_majordomus("capture", "session", "--provider", CONNECTION, "--event", "end", cwd=initialised_repo,
                           input=closing).stderr.decode().strip() == (
         "no open episode here for provider session same-bytes; nothing to close")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from majordomus.archive import record as rec
 from majordomus.episodes import store
-from majordomus.clients.payload import Malformed, first_scalar, json_kind, parse_payload
+from majordomus.clients.payload import ABSENT, Malformed, field, first_scalar, json_kind, parse_payload
 from majordomus.archive.render import write_renderings
 from majordomus.errors import InternalError, MajordomusError, MissingError
 from majordomus.identity import head_state, now_utc, repository_id, rfc3339, sha256, worktree_id
@@ -56,8 +56,8 @@ def _keys(data: dict[str, Any]) -> str:
 
 def _text(data: dict[str, Any], row: PromptRow) -> str:
     for key in row.text_keys:
-        if key in data:
-            value = data[key]
+        value = field(data, key, ABSENT)  # a dotted key reads a nested field (Windsurf's tool_info.user_prompt)
+        if value is not ABSENT:
             if not isinstance(value, str):
                 raise Malformed(f"key {key} is a JSON {json_kind(value)}, not a string; keys: {_keys(data)}")
             return value

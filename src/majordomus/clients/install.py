@@ -1,8 +1,8 @@
 """`capture install --provider P`: merges majordomus's hook entries and MCP server entry into a client's own files.
 
-Each client's file shape is one row of CLIENTS below; the file paths and event names come from the providers
-declaration. Merging never drops a foreign key or entry, a second run changes nothing, and a file that does not
-parse is refused (exit 15), never overwritten.
+Each client's file shape is its `install` row in the providers declaration, beside its file paths and event
+names: this module holds no per-client table. Merging never drops a foreign key or entry, a second run changes
+nothing, and a file that does not parse is refused (exit 15), never overwritten.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import shlex
 import shutil
 import stat
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from majordomus.errors import MissingError, RefusedError
 from majordomus.layout import write_atomic
 from majordomus.clients.install_toml import merge_codex_toml
-from majordomus.clients.providers import Provider, get_provider, load_providers
+from majordomus.clients.providers import InstallRow, Provider, get_provider, load_providers
 
 CONFIG_DIR_MODE = 0o755
 CONFIG_FILE_MODE = 0o644
@@ -29,32 +29,6 @@ CONFIG_FILE_MODE = 0o644
 # Claude Code raises its 1.5 s SessionEnd budget to the largest per-hook timeout, so 5 s gives the close room
 # without holding a person's exit for long.
 TIMEOUT_SECONDS: dict[str, int] = {"start": 10, "end": 5, "compact": 10, "prompt": 10}
-
-
-@dataclass(frozen=True)
-class ClientShape:
-    """How one client spells a hook handler and an MCP server entry."""
-
-    hook_style: Literal["nested", "flat"]  # nested: event -> [{matcher?, hooks: [handler]}]; flat: event -> [handler]
-    command_key: str = "command"
-    timeout_key: str = "timeout"
-    handler_extra: dict[str, Any] = field(default_factory=dict)
-    top_extra: dict[str, Any] = field(default_factory=dict)  # keys the file needs beside "hooks" (only when absent)
-    end_cap_seconds: int | None = None  # a client that will not wait longer for its end hook
-    mcp_style: Literal["json", "codex-toml"] = "json"
-    mcp_extra: dict[str, Any] = field(default_factory=dict)
-    switch: tuple[str, str] | None = None  # a section.key the client needs true before it runs hooks
-
-
-CLIENTS: dict[str, ClientShape] = {
-    "claude-code": ClientShape("nested", handler_extra={"type": "command"}, mcp_extra={"type": "stdio"}),
-    "codex": ClientShape("nested", handler_extra={"type": "command"}, end_cap_seconds=3, mcp_style="codex-toml"),
-    "gemini": ClientShape("nested", handler_extra={"type": "command", "name": "majordomus"},
-                          switch=("hooksConfig", "enabled")),
-    "cursor": ClientShape("flat", top_extra={"version": 1}),
-    "copilot": ClientShape("flat", command_key="bash", timeout_key="timeoutSec", handler_extra={"type": "command"},
-                           top_extra={"version": 1}, mcp_extra={"type": "stdio", "tools": ["*"]}),
-}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -100,18 +74,33 @@ class WantedHook:
 
 def wanted_hooks(provider: Provider) -> list[WantedHook]:
     out: list[WantedHook] = []
-    shape = CLIENTS.get(provider.name)
+    cap = provider.install.end_cap_seconds if provider.install is not None else None
     if provider.session is not None and provider.offers.get("episode") == "hooks":
-        for ours, theirs in provider.session.events.items():
+        for ours, names in provider.session.events.items():
             seconds = TIMEOUT_SECONDS.get(ours, 10)
-            if ours == "end" and shape is not None and shape.end_cap_seconds is not None:
-                seconds = min(seconds, shape.end_cap_seconds)
-            out.append(WantedHook(theirs, "session", ("capture", "session", "--provider", provider.name,
-                                                      "--event", ours), seconds))
+            if ours == "end" and cap is not None:
+                seconds = min(seconds, cap)
+            for theirs in names:  # TaskStart and TaskResume both start: one entry each, the same command
+                out.append(WantedHook(theirs, "session", ("capture", "session", "--provider", provider.name,
+                                                          "--event", ours), seconds))
     if provider.prompt is not None and provider.offers.get("prompts") == "hook" and provider.prompt.event:
         out.append(WantedHook(provider.prompt.event, "prompt", ("capture", "prompt", "--provider", provider.name),
                               TIMEOUT_SECONDS["prompt"]))
     return out
+
+
+def install_gap(provider: Provider) -> str | None:
+    """Why `capture install` cannot write this provider's hooks, as a sentence; None when its row says how."""
+    row = provider.install
+    if row is not None and row.unsupported:
+        return row.unsupported
+    if row is None or row.hook_style is None or not provider.config:
+        return "the providers declaration has no install row for it yet"
+    return None
+
+
+def is_connection(provider: Provider) -> bool:
+    return provider.offers.get("episode") == "connection"
 
 
 def is_ours(command: object, tail: tuple[str, ...]) -> bool:
@@ -199,7 +188,7 @@ def _section(doc: dict[str, Any], key: str, rel: str) -> dict[str, Any]:
     return value
 
 
-def hook_commands(doc: dict[str, Any], shape: ClientShape) -> dict[str, list[str]]:
+def hook_commands(doc: dict[str, Any], shape: InstallRow) -> dict[str, list[str]]:
     """Every hook command per client event, as the client would read the file (for capture status)."""
     out: dict[str, list[str]] = {}
     hooks = doc.get("hooks")
@@ -215,7 +204,7 @@ def hook_commands(doc: dict[str, Any], shape: ClientShape) -> dict[str, list[str
     return out
 
 
-def _handlers(entries: list[Any], shape: ClientShape) -> list[dict[str, Any]]:
+def _handlers(entries: list[Any], shape: InstallRow) -> list[dict[str, Any]]:
     if shape.hook_style == "flat":
         return [h for h in entries if isinstance(h, dict)]
     found: list[dict[str, Any]] = []
@@ -229,7 +218,7 @@ def _handlers(entries: list[Any], shape: ClientShape) -> list[dict[str, Any]]:
 # Merging
 
 
-def merge_hooks(doc: dict[str, Any], provider: Provider, shape: ClientShape, exe: Path, rel: str) -> list[str]:
+def merge_hooks(doc: dict[str, Any], provider: Provider, shape: InstallRow, exe: Path, rel: str) -> list[str]:
     """Add or update our handler for each wanted event; every other handler stays where it is."""
     changes: list[str] = []
     for key, value in shape.top_extra.items():
@@ -275,7 +264,7 @@ def _covers(existing: dict[str, Any], wanted: dict[str, Any]) -> bool:
     return all(existing.get(k) == v for k, v in wanted.items())
 
 
-def merge_mcp_json(doc: dict[str, Any], shape: ClientShape, mcp: Path, rel: str) -> list[str]:
+def merge_mcp_json(doc: dict[str, Any], shape: InstallRow, mcp: Path, rel: str) -> list[str]:
     servers = _section(doc, "mcpServers", rel)
     wanted = {**shape.mcp_extra, "command": str(mcp), "args": []}
     current = servers.get("majordomus")
@@ -314,7 +303,8 @@ class PlannedWrite:
 
 def plan(root: Path, provider: Provider, exe: Path, mcp: Path) -> tuple[list[PlannedWrite], list[str]]:
     """Read and merge every file first, write nothing: a refusal of one file leaves all of them as they were."""
-    shape = CLIENTS[provider.name]
+    shape = provider.install
+    assert shape is not None  # install() admits only providers with an install shape
     docs: dict[str, tuple[dict[str, Any], bytes | None, dict[str, Any]]] = {}
     changes: list[str] = []
 
@@ -370,17 +360,22 @@ def _ensure_parent(root: Path, rel: str) -> None:
 def install(root: Path, provider_name: str) -> list[str]:
     """Wire one client; the lines say what changed (or that nothing had to)."""
     provider = get_provider(provider_name)
-    if provider.name == "generic":
+    if is_connection(provider):
         mcp = _require("majordomus-mcp")
-        return [f"generic: nothing to write — any MCP client wires majordomus by starting {mcp} over stdio,",
+        return [f"{provider.name}: nothing to write — any MCP client wires majordomus by starting {mcp} over stdio,",
                 f"  e.g. {{\"mcpServers\": {{\"majordomus\": {{\"type\": \"stdio\", \"command\": \"{mcp}\"}}}}}},",
                 "  then calling majordomus_session_attach with its own durable external_id"]
-    if provider.name not in CLIENTS or not wanted_hooks(provider):
-        wireable = sorted(n for n, p in load_providers().items() if n in CLIENTS and wanted_hooks(p))
+    gap = install_gap(provider) if wanted_hooks(provider) else "it declares no hook events to wire"
+    if gap is not None:
+        table = load_providers()
+        wireable = sorted(n for n, p in table.items() if not is_connection(p) and wanted_hooks(p)
+                          and install_gap(p) is None)
+        wireable += sorted(n for n, p in table.items() if is_connection(p))
         raise MissingError(f"capture install: majordomus knows no hook wiring for '{provider.name}' "
                            f"(episode: {provider.offers.get('episode')}, prompts: {provider.offers.get('prompts')}, "
-                           f"adapter rows: {'yes' if provider.session or provider.prompt else 'none'})",
-                           f"wire one of: {', '.join(wireable + ['generic'])}")
+                           f"adapter rows: {'yes' if provider.session or provider.prompt else 'none'}): "
+                           f"{gap.rstrip('.')}",
+                           f"wire one of: {', '.join(wireable)}")
     exe, mcp = _require("majordomus"), _require("majordomus-mcp")
     writes, changes = plan(root, provider, exe, mcp)
     for w in writes:
@@ -390,7 +385,4 @@ def install(root: Path, provider_name: str) -> list[str]:
         files = ", ".join(dict.fromkeys(f for f in (provider.config, provider.mcp_config) if f))
         return [*changes, f"capture install --provider {provider.name}: nothing to change; "
                           f"{files} already wire majordomus"]
-    if provider.name == "claude-code":
-        changes.append("note: Claude Code snapshots its settings at session start; "
-                       "a running session keeps the old hooks")
-    return changes
+    return changes + list(provider.install.notes if provider.install is not None else ())

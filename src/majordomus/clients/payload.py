@@ -51,10 +51,29 @@ def parse_payload(raw: bytes, *, empty: bool = False) -> dict[str, Any]:
     return found
 
 
+ABSENT: Any = object()  # what `field` returns for a key the payload does not have, unless told otherwise
+
+
+def field(data: dict[str, Any], key: str, default: Any = None) -> Any:
+    """The value at `key`; a dotted key (`tool_info.user_prompt`) walks nested objects, one name per dot.
+
+    A row names a nested field this way (Windsurf, Cline); a plain key costs one dict lookup, as before.
+    """
+    if "." not in key:
+        return data.get(key, default)
+    node: Any = data
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
 def first_scalar(data: dict[str, Any], keys: tuple[str, ...]) -> str | None:
-    """The first of `keys` holding a non-blank string or a number; anything else counts as absent."""
+    """The first of `keys` (dotted keys follow nested objects) holding a non-blank string or a number;
+    anything else counts as absent."""
     for key in keys:
-        found = data.get(key)
+        found = field(data, key)
         if isinstance(found, str) and found.strip():
             return found.strip()
         if isinstance(found, int) and not isinstance(found, bool):

@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Literal
 
-    
+    HookStyle = Literal["nested", "flat"]
+    McpStyle = Literal["json", "codex-toml"]
+
 from majordomus.errors import ContractError, MissingError
 from majordomus.values import value
 
@@ -28,9 +31,16 @@ OFFER_VALUES: dict[str, tuple[str, ...]] = {
 }
 
 
+SESSION_EVENTS = ("start", "end", "compact")
+HOOK_STYLES = ("nested", "flat")  # nested: event -> [{matcher?, hooks: [handler]}]; flat: event -> [handler]
+MCP_STYLES = ("json", "codex-toml")  # json: mcpServers.majordomus; codex-toml: [mcp_servers.majordomus]
+INSTALL_KEYS = frozenset({"hook_style", "command_key", "timeout_key", "handler_extra", "top_extra",
+                          "end_cap_seconds", "mcp_style", "mcp_extra", "switch", "notes", "unsupported"})
+
+
 @value
 class SessionRow:
-    events: dict[str, str]  # start|end|compact -> the client's event name
+    events: dict[str, tuple[str, ...]]  # start|end|compact -> the client's event names (one or more)
     session_keys: tuple[str, ...]
     source_keys: tuple[str, ...]
     reason_keys: tuple[str, ...]
@@ -53,6 +63,27 @@ class PromptRow:
 
 
 @value
+class InstallRow:
+    """How `capture install` spells this client's hook and MCP entries; `unsupported` says why it cannot.
+
+    Read by install and status only; a value (not a dataclass) because a hook still builds its own provider,
+    this row included.
+    """
+
+    hook_style: HookStyle | None  # None when install is unsupported
+    command_key: str
+    timeout_key: str
+    handler_extra: dict[str, Any]  # keys every handler carries beside the command and timeout
+    top_extra: dict[str, Any]  # keys the hook file needs beside "hooks" (written only when absent)
+    end_cap_seconds: int | None  # a client that will not wait longer for its end hook
+    mcp_style: McpStyle
+    mcp_extra: dict[str, Any]  # keys the MCP server entry carries beside command and args
+    switch: tuple[str, str] | None  # a section.key the client needs true before it runs hooks
+    notes: tuple[str, ...]  # lines install prints after it wrote something
+    unsupported: str | None  # the sentence that says why majordomus cannot write this client's hooks
+
+
+@value
 class Provider:
     name: str
     title: str
@@ -63,6 +94,7 @@ class Provider:
     timeout_unit: str
     session: SessionRow | None
     prompt: PromptRow | None
+    install: InstallRow | None
 
     def session_row(self) -> SessionRow | None:
         if self.offers.get("episode") == "connection":
@@ -72,6 +104,26 @@ class Provider:
 
 def _tuple(raw: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(str(v) for v in raw.get(key) or ())
+
+
+def _events(raw: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    """`start: SessionStart` or `start: [TaskStart, TaskResume]`: one or more client events per boundary."""
+    return {ours: (str(theirs),) if isinstance(theirs, str) else tuple(str(t) for t in theirs)
+            for ours, theirs in (raw.get("events") or {}).items()}
+
+
+def _install(raw: dict[str, Any] | None) -> InstallRow | None:
+    if not raw:
+        return None
+    switch = str(raw["switch"]).split(".", 1) if raw.get("switch") else None
+    cap = raw.get("end_cap_seconds")
+    return InstallRow(
+        hook_style=raw.get("hook_style"), command_key=str(raw.get("command_key", "command")),
+        timeout_key=str(raw.get("timeout_key", "timeout")), handler_extra=dict(raw.get("handler_extra") or {}),
+        top_extra=dict(raw.get("top_extra") or {}), end_cap_seconds=int(cap) if cap is not None else None,
+        mcp_style=raw.get("mcp_style", "json"), mcp_extra=dict(raw.get("mcp_extra") or {}),
+        switch=(switch[0], switch[1]) if switch and len(switch) == 2 else None,
+        notes=_tuple(raw, "notes"), unsupported=str(raw["unsupported"]) if raw.get("unsupported") else None)
 
 
 def _provider(name: str, raw: dict[str, Any]) -> Provider:
@@ -85,40 +137,52 @@ def _provider(name: str, raw: dict[str, Any]) -> Provider:
         config=raw.get("config"),
         mcp_config=raw.get("mcp_config"),
         timeout_unit=str(raw.get("timeout_unit", "seconds")),
-        session=SessionRow(events=dict(s.get("events") or {}), session_keys=_tuple(s, "session_keys"),
+        session=SessionRow(events=_events(s), session_keys=_tuple(s, "session_keys"),
                            source_keys=_tuple(s, "source_keys"), reason_keys=_tuple(s, "reason_keys"),
                            deliberate=frozenset(_tuple(s, "deliberate"))) if s else None,
         prompt=PromptRow(event=str(p.get("event", "")), text_keys=_tuple(p, "text_keys"),
                          session_keys=_tuple(p, "session_keys"), id_keys=_tuple(p, "id_keys"),
                          source_keys=_tuple(p, "source_keys"),
                          person_sources=frozenset(_tuple(p, "person_sources"))) if p else None,
+        install=_install(raw.get("install")),
     )
 
 
-_CACHE: dict[str, Provider] | None = None
+_RAW: dict[str, Any] | None = None  # the shipped declaration, parsed once per process
+_BUILT: dict[str, Provider] = {}  # providers built from it so far: a hook builds only its own
 
 
-def load_providers(path: Path = JSON_PATH) -> dict[str, Provider]:
-    global _CACHE
-    if _CACHE is not None and path == JSON_PATH:
-        return _CACHE
+def _read(path: Path) -> dict[str, Any]:
     try:
         raw = json.loads(path.read_bytes())
     except (OSError, ValueError) as exc:
         raise ContractError(f"the providers declaration {path.name} cannot be read: {exc}",
                             "reinstall majordomus") from exc
-    table = {name: _provider(name, body) for name, body in raw["providers"].items()}
-    if path == JSON_PATH:
-        _CACHE = table
+    table: dict[str, Any] = raw["providers"]
     return table
 
 
+def _shipped() -> dict[str, Any]:
+    global _RAW
+    if _RAW is None:
+        _RAW = _read(JSON_PATH)
+    return _RAW
+
+
+def load_providers(path: Path = JSON_PATH) -> dict[str, Provider]:
+    if path != JSON_PATH:
+        return {name: _provider(name, body) for name, body in _read(path).items()}
+    return {name: get_provider(name) for name in _shipped()}
+
+
 def get_provider(name: str) -> Provider:
-    table = load_providers()
+    table = _shipped()
     if name not in table:
         raise MissingError(f"unknown provider '{name}' (declared: {', '.join(sorted(table))})",
                            "pass one of those to --provider")
-    return table[name]
+    if name not in _BUILT:
+        _BUILT[name] = _provider(name, table[name])
+    return _BUILT[name]
 
 
 def problems(raw: dict[str, Any]) -> list[str]:
@@ -135,6 +199,51 @@ def problems(raw: dict[str, Any]) -> list[str]:
                 found.append(f"{name}: evidence.{aspect} is empty or too short to be evidence")
         if offers.get("episode") == "connection" and body.get("session"):
             found.append(f"{name}: a connection provider's payload keys are fixed; remove its session row")
+        found += _session_problems(name, body.get("session"))
+        found += _install_problems(name, body)
+    return found
+
+
+def _session_problems(name: str, session: Any) -> list[str]:
+    if not isinstance(session, dict):
+        return []
+    found: list[str] = []
+    for ours, theirs in (session.get("events") or {}).items():
+        names = [theirs] if isinstance(theirs, str) else theirs
+        if ours not in SESSION_EVENTS:
+            found.append(f"{name}: session.events.{ours} is not one of {', '.join(SESSION_EVENTS)}")
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+            found.append(f"{name}: session.events.{ours} must name one client event or a list of them")
+    return found
+
+
+def _install_problems(name: str, body: dict[str, Any]) -> list[str]:
+    """An install row is a shape install can write, or a sentence saying why there is none; never both."""
+    offers = body.get("offers") or {}
+    row = body.get("install")
+    hooks_offered = offers.get("episode") == "hooks" or offers.get("prompts") == "hook"
+    if offers.get("episode") == "connection":
+        return [f"{name}: a connection provider is wired by its MCP entry alone; remove its install row"] if row else []
+    if row is None:
+        return [f"{name}: offers hooks but has no install row (a shape, or unsupported: <why>)"] if hooks_offered else []
+    if not isinstance(row, dict):
+        return [f"{name}: install is not a mapping"]
+    found = [f"{name}: install.{key} is not an install key" for key in row if key not in INSTALL_KEYS]
+    if row.get("unsupported") is not None:
+        if len(str(row["unsupported"]).strip()) < 25:
+            found.append(f"{name}: install.unsupported is too short to say why")
+        if set(row) != {"unsupported"}:
+            found.append(f"{name}: install.unsupported stands alone; remove the shape keys beside it")
+        return found
+    if row.get("hook_style") not in HOOK_STYLES:
+        found.append(f"{name}: install.hook_style is {row.get('hook_style')!r}, not one of {', '.join(HOOK_STYLES)}")
+    if row.get("mcp_style", "json") not in MCP_STYLES:
+        found.append(f"{name}: install.mcp_style is {row.get('mcp_style')!r}, not one of {', '.join(MCP_STYLES)}")
+    if not body.get("config"):
+        found.append(f"{name}: an install shape needs the config file it writes")
+    switch = row.get("switch")
+    if switch is not None and (not isinstance(switch, str) or len(switch.split(".")) != 2):
+        found.append(f"{name}: install.switch is {switch!r}, not section.key")
     return found
 
 

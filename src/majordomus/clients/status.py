@@ -13,10 +13,10 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from majordomus.clients.install import (CLIENTS, WantedHook, find_executable, hook_commands, is_ours,
-                                        read_json_config, split_command, wanted_hooks)
+from majordomus.clients.install import (WantedHook, find_executable, hook_commands, install_gap, is_connection,
+                                        is_ours, read_json_config, split_command, wanted_hooks)
 from majordomus.errors import RefusedError
 from majordomus.clients.providers import Provider, load_providers
 
@@ -49,7 +49,7 @@ class SelfTest:
     process: subprocess.Popen[bytes] | None = None
     failure: str | None = None
 
-    def start(self, root: Path, payload: dict[str, str]) -> SelfTest:
+    def start(self, root: Path, payload: dict[str, Any]) -> SelfTest:
         env = {**os.environ, "MAJORDOMUS_SESSION_DRY_RUN": "1"}  # belt and braces: the flag, and the switch
         try:
             self.process = subprocess.Popen(self.argv, cwd=root, env=env, stdin=subprocess.PIPE,
@@ -109,10 +109,16 @@ def _hook_row(root: Path, p: Provider, aspect: Aspect, pending: list[tuple[int, 
     if capability == "none":
         return Row(p.name, aspect, capability, "unsupported", f"declares {offer_key}: none", evidence)
     wants = [w for w in wanted_hooks(p) if w.aspect == aspect]
-    if not wants or p.name not in CLIENTS:
+    gap = install_gap(p)
+    if not wants:
         return Row(p.name, aspect, capability, "unadapted",
                    f"declares {offer_key}: {capability} but the providers declaration has no adapter row "
                    f"(or install shape) for it yet", evidence)
+    if gap is not None:  # the adapter reads its payloads; nothing here can tell whether the client calls it
+        path = "capture session" if aspect == "session" else "capture prompt"
+        return Row(p.name, aspect, capability, "unadapted",
+                   f"declares {offer_key}: {capability} and `majordomus {path} --provider {p.name}` reads its "
+                   f"payloads, but capture install cannot wire it: {gap}", evidence)
     rel = p.config
     install = f"run majordomus capture install --provider {p.name}"
     if not rel or not (root / rel).exists():
@@ -122,7 +128,8 @@ def _hook_row(root: Path, p: Provider, aspect: Aspect, pending: list[tuple[int, 
         doc, _ = read_json_config(root, rel)
     except RefusedError as err:
         return Row(p.name, aspect, capability, "named", f"{err.message}", evidence)
-    commands = hook_commands(doc or {}, CLIENTS[p.name])
+    assert p.install is not None  # install_gap is None only for a provider with an install shape
+    commands = hook_commands(doc or {}, p.install)
     missing = [w.client_event for w in wants if not any(is_ours(c, w.tail) for c in commands.get(w.client_event, []))]
     if missing:
         return Row(p.name, aspect, capability, "named",
@@ -147,16 +154,25 @@ def _probe_command(wants: list[WantedHook], commands: dict[str, list[str]]) -> t
 def _hook_selftest(root: Path, p: Provider, aspect: Aspect, words: list[str]) -> SelfTest:
     """The client's own command line plus --dry-run, with a payload spelled in the client's own keys."""
     marker = _selftest_id()
-    payload: dict[str, str] = {}
+    payload: dict[str, Any] = {}
     if aspect == "session" and p.session is not None:
-        payload[p.session.session_keys[0]] = marker
+        _put(payload, p.session.session_keys[0], marker)
         if p.session.reason_keys:
-            payload[p.session.reason_keys[0]] = "other"
+            _put(payload, p.session.reason_keys[0], "other")
     elif p.prompt is not None:
-        payload[p.prompt.session_keys[0]] = marker
+        _put(payload, p.prompt.session_keys[0], marker)
         if p.prompt.text_keys:
-            payload[p.prompt.text_keys[0]] = "majordomus capture status self-test"
+            _put(payload, p.prompt.text_keys[0], "majordomus capture status self-test")
     return SelfTest([*words, "--dry-run"], marker).start(root, payload)
+
+
+def _put(payload: dict[str, Any], key: str, text: str) -> None:
+    """Set a row's key as the client would send it: a dotted key (tool_info.user_prompt) is a nested object."""
+    *outer, last = key.split(".")
+    node = payload
+    for part in outer:
+        node = node.setdefault(part, {})
+    node[last] = text
 
 
 def rows(root: Path) -> list[Row]:
@@ -167,7 +183,7 @@ def rows(root: Path) -> list[Row]:
         p = table[name]
         for aspect in ("session", "prompt"):
             index = len(out)
-            if aspect == "session" and p.offers.get("episode") == "connection":
+            if aspect == "session" and is_connection(p):
                 out.append(_connection_row(root, p, pending, index))
             else:
                 out.append(_hook_row(root, p, aspect, pending, index))
