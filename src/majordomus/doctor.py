@@ -184,11 +184,7 @@ def check_episodes(layout: Layout) -> list[Finding]:
     now = now_utc()
     here = worktree_id(layout.root)
     rel_open = _rel(layout, layout.sessions_open) + "/"
-    try:
-        names = {n[: -len(".yaml")] for n in os.listdir(layout.sessions_open)
-                 if n.endswith(".yaml") and not n.startswith(".")}
-    except FileNotFoundError:
-        names = set()
+    names = {n[: -len(".yaml")] for n in store.listed(layout.sessions_open, ".yaml")}
     episodes = list(store.open_episodes(layout))
     unreadable = sorted(names - {e.key for e in episodes})
     mine = [e.file for e in episodes if is_here(e.file, here)]  # another worktree's episode is its own doctor's

@@ -114,14 +114,18 @@ class OpenEpisode:
     file: OpenFile
 
 
-def open_episodes(layout: Layout) -> Iterator[OpenEpisode]:
+def listed(directory: Path, suffix: str) -> list[str]:
+    """The names in `directory` ending in `suffix`, sorted, without hidden files (temp files, logs);
+    none when the directory is not there yet."""
     try:
-        names = sorted(os.listdir(layout.sessions_open))
+        names = os.listdir(directory)
     except FileNotFoundError:
-        return
-    for name in names:
-        if not name.endswith(".yaml") or name.startswith("."):
-            continue
+        return []
+    return sorted(n for n in names if n.endswith(suffix) and not n.startswith("."))
+
+
+def open_episodes(layout: Layout) -> Iterator[OpenEpisode]:
+    for name in listed(layout.sessions_open, ".yaml"):
         path = layout.sessions_open / name
         found = read_open_file(path)
         if found is not None:
@@ -194,12 +198,8 @@ class SessionRecord:
 
 
 def closed_records(layout: Layout) -> Iterator[tuple[Path, SessionRecord]]:
-    try:
-        names = sorted(os.listdir(layout.sessions_dir))
-    except FileNotFoundError:
-        return
-    for name in names:
-        if not name.endswith(".md") or name.startswith(".") or name == "README.md":
+    for name in listed(layout.sessions_dir, ".md"):
+        if name == "README.md":
             continue
         path = layout.sessions_dir / name
         try:
@@ -224,13 +224,7 @@ class WorkingContext:
 
 def working_contexts(layout: Layout) -> Iterator[WorkingContext]:
     """Tier-2 evidence: each working context names its provider session and (once closed) its close."""
-    try:
-        names = sorted(os.listdir(layout.contexts_dir))
-    except FileNotFoundError:
-        return
-    for name in names:
-        if not name.endswith(".md") or name.startswith("."):
-            continue
+    for name in listed(layout.contexts_dir, ".md"):
         try:
             text = (layout.contexts_dir / name).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
