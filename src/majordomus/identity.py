@@ -19,10 +19,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from hashlib import sha256 as sha256
 else:
-    try:  # the builtin module: hashlib would load OpenSSL, 3 ms of every hook run
-        from _sha256 import sha256
-    except ImportError:  # pragma: no cover - other builds, later Pythons
-        from hashlib import sha256
+    try:  # the builtin module (3.12+): hashlib would load OpenSSL, 3 ms of every hook run
+        from _sha2 import sha256
+    except ImportError:  # pragma: no cover - 3.11 calls it _sha256
+        try:
+            from _sha256 import sha256
+        except ImportError:  # pragma: no cover - a build without the builtin hashes
+            from hashlib import sha256
 
 GIT_TIMEOUT = 0.8  # seconds; a hook has 1-1.5 s in all (CLIENTS.md), git must not eat it
 
