@@ -1,9 +1,16 @@
 # The two commands that matter: `make demo` (a real episode end to end) and `make test` (the suite).
+# Before a merge: `make lint` (ruff, mypy --strict) and `make test-all-pythons` (the suite on 3.12 and 3.13).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench docs clean-venv
+# `make test` is 3.11, the oldest Python requires-python admits; these get a venv each, .venv-3.12 and so on
+OTHER_PYTHONS := 3.12 3.13
+PYENV_ROOT_DIR = $(shell pyenv root 2>/dev/null || echo "$${PYENV_ROOT:-$$HOME/.pyenv}")
+# pyenv's newest build of a minor version, else pythonX.Y on PATH if it really runs (a pyenv shim may not)
+find_python = $(or $(shell ls -d $(PYENV_ROOT_DIR)/versions/$(1).*/bin/python$(1) 2>/dev/null | sort -V | tail -n 1),$(shell python$(1) -c pass >/dev/null 2>&1 && command -v python$(1)))
+
+.PHONY: demo test lint test-all-pythons bench docs clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +30,36 @@ demo: $(VENV)/.runtime
 test: $(VENV)/.dev
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
+lint: $(VENV)/.dev
+	$(BIN)/ruff check src tests bench
+	$(BIN)/python -m mypy --strict src/majordomus
+
+test-all-pythons:
+	@for v in $(OTHER_PYTHONS); do $(MAKE) --no-print-directory test-python-$$v || exit 1; done
+
+# The whole suite with one other Python, timed; a Python this machine lacks is said and skipped, not failed.
+test-python-%:
+	@py="$(call find_python,$*)"; \
+	if [ -z "$$py" ]; then \
+	  echo "test-all-pythons: skipped Python $*: neither $(PYENV_ROOT_DIR)/versions/$*.*/bin/python$* nor a working python$* on PATH exists."; \
+	  exit 0; \
+	fi; \
+	$(MAKE) --no-print-directory .venv-$*/.dev PYTHON_FOR_VENV="$$py" || exit 1; \
+	echo "== Python $* ($$py)"; \
+	start=$$(date +%s); \
+	PATH="$(CURDIR)/.venv-$*/bin:$$PATH" .venv-$*/bin/python -m pytest; rc=$$?; \
+	echo "== Python $*: the suite took $$(( $$(date +%s) - start )) s, pytest exited $$rc"; \
+	exit $$rc
+
+.PRECIOUS: .venv-%/bin/python  # made by a pattern rule, so make would delete it as intermediate
+.venv-%/bin/python:
+	$(PYTHON_FOR_VENV) -m venv .venv-$*
+	.venv-$*/bin/python -m pip install -q --upgrade pip
+
+.venv-%/.dev: pyproject.toml .venv-%/bin/python
+	.venv-$*/bin/python -m pip install -q -e '.[dev]'
+	touch $@
+
 bench: $(VENV)/.dev
 	PATH="$(CURDIR)/$(BIN):$$PATH" sh -c 'for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done'
 
@@ -30,4 +67,4 @@ docs: $(VENV)/.runtime
 	$(BIN)/python -m majordomus.capabilities.projections --write-docs
 
 clean-venv:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(addprefix .venv-,$(OTHER_PYTHONS))

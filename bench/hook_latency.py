@@ -41,6 +41,7 @@ def main() -> int:
     # pip byte-compiles a regular install; an editable one (and PYTHONDONTWRITEBYTECODE) would make every
     # run compile our sources again, which is not what a user's hook pays
     import compileall
+
     import majordomus
 
     compileall.compile_dir(str(Path(majordomus.__file__).parent), quiet=1)
@@ -67,7 +68,8 @@ def main() -> int:
                 body = {"session_id": ps, "prompt_id": f"p-{i}", "hook_event_name": "UserPromptSubmit",
                         "prompt": f"please refactor module {i} and keep the tests green"}
                 samples["capture prompt"].append(
-                    timed([MAJORDOMUS, "capture", "prompt", "--provider", "claude-code"], repo, json.dumps(body).encode()))
+                    timed([MAJORDOMUS, "capture", "prompt", "--provider", "claude-code"], repo,
+                          json.dumps(body).encode()))
             samples["capture session end"].append(
                 timed([*base, "end"], repo, json.dumps({"session_id": ps, "reason": "logout"}).encode()))
     bare = statistics.median(samples["python -c pass"])

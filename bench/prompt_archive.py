@@ -23,10 +23,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from majordomus.archive import record as rec
-from majordomus.simple_yaml import yaml_lines
 from majordomus.archive.render import render_md, render_yaml
 from majordomus.identity import rfc3339, worktree_id
 from majordomus.layout import Layout
+from majordomus.simple_yaml import yaml_lines
 
 BIN = Path(sys.executable).parent
 MAJORDOMUS = BIN / "majordomus"
@@ -72,7 +72,8 @@ def latency(tmp: Path, rounds: int) -> None:
     print(f"  python -c pass                     {b * 1000:7.1f} ms")
     for label, xs in (("capture prompt (open episode, id)", open_), ("capture prompt (orphan, no id)", orphan)):
         m = statistics.median(xs)
-        print(f"  {label:<34} {m * 1000:7.1f} ms   ratio {m / b:4.2f}x   (p90 {sorted(xs)[int(len(xs) * .9)] * 1000:.1f} ms)")
+        p90 = sorted(xs)[int(len(xs) * .9)]
+        print(f"  {label:<34} {m * 1000:7.1f} ms   ratio {m / b:4.2f}x   (p90 {p90 * 1000:.1f} ms)")
 
 
 BASE = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -107,7 +108,8 @@ def synthesize(root: Path, count: int) -> Layout:
         ps = f"ps-{i * 50 // count}"
         record = {"schema": rec.SCHEMA, "started_at": rfc3339(moment), "provider": "claude-code",
                   "event": "UserPromptSubmit", "id": f"id-{i}", "session": ps,
-                  "episode": f"s-{i * 50 // count}", "episode_link": "session-context", "repository_id": "local:bench", "worktree_id": here, "source": None,
+                  "episode": f"s-{i * 50 // count}", "episode_link": "session-context",
+                  "repository_id": "local:bench", "worktree_id": here, "source": None,
                   "cwd": str(root), "branch": "main", "head": "0" * 40,
                   "text": f"Prompt {i}: please refactor the module and explain the change in plain words. " * 3}
         if i % 10 == 5:

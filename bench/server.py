@@ -28,7 +28,8 @@ from typing import Any
 BIN = Path(sys.executable).parent
 MCP = str(BIN / "majordomus-mcp")
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "bench", "version": "0"}}}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 BASELINE = '''
@@ -247,7 +248,8 @@ def rss_with_episodes(port: int, pid: int, count: int) -> tuple[int, int]:
         meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientCapabilities": {}}
         body = {"jsonrpc": "2.0", "id": n, "method": "tools/call",
-                "params": {"name": "majordomus_session_attach", "arguments": {"external_id": f"rss-{n}"}, "_meta": meta}}
+                "params": {"name": "majordomus_session_attach", "arguments": {"external_id": f"rss-{n}"},
+                           "_meta": meta}}
         conn.request("POST", "/mcp", body=json.dumps(body).encode(), headers={
             "Content-Type": "application/json", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
             "Mcp-Name": "majordomus_session_attach"})

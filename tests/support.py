@@ -32,7 +32,8 @@ def records(repo: Path) -> dict[str, dict[str, Any]]:
 
 
 def open_files(repo: Path) -> dict[str, dict[str, Any]]:
-    return {p.name: yaml.safe_load(p.read_text()) for p in sorted((repo / ".ai/local/state/sessions-open").glob("*.yaml"))}
+    paths = sorted((repo / ".ai/local/state/sessions-open").glob("*.yaml"))
+    return {p.name: yaml.safe_load(p.read_text()) for p in paths}
 
 
 def make_initialised(path: Path, run_majordomus, origin: str | None = None) -> Path:

@@ -124,7 +124,8 @@ def test_imports_point_down_the_rooms() -> None:
 def test_only_commands_import_the_command_line_context() -> None:
     users = sorted(name for name, deps in GRAPH.items()
                    if deps & {"majordomus.cli", "majordomus.commands.context"}
-                   and not name.startswith("majordomus.commands") and name not in ("majordomus.cli", "majordomus.__main__"))
+                   and not name.startswith("majordomus.commands")
+                   and name not in ("majordomus.cli", "majordomus.__main__"))
     assert users == []
     assert not [name for name, deps in GRAPH.items() if "majordomus.cli" in deps and name != "majordomus.__main__"]
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 from majordomus import __version__
 from majordomus.commands.context import Context
 from majordomus.errors import MajordomusError, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 # words -> "module:function"; each function is (Context, argv) -> exit code
 COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
@@ -25,7 +26,8 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("capture", "status"): ("majordomus.commands.status:command", "what each provider offers and how it is wired"),
     ("capture", "reconcile"): ("majordomus.commands.archive:reconcile_command", "link prompt records on evidence only"),
     ("capture", "prune"): ("majordomus.commands.archive:prune_command", "apply the retention policy to prompt bodies"),
-    ("capture", "render"): ("majordomus.commands.archive:render_command", "repair archive modes and missing renderings"),
+    ("capture", "render"): ("majordomus.commands.archive:render_command",
+                            "repair archive modes and missing renderings"),
     ("capture", "recover"): ("majordomus.commands.recover:command", "close episodes whose end never came"),
     ("capture", "install"): ("majordomus.commands.install:command", "wire a client's hooks and MCP entry"),
     ("doctor",): ("majordomus.commands.doctor:command", "findings, one per line"),

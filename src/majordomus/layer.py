@@ -6,9 +6,7 @@ import os
 import re
 import stat
 import time
-
 from collections.abc import Callable
-
 
 from majordomus.layout import PRIVATE_DIR, PRIVATE_FILE, Layout, ensure_dir, refuse_symlink, write_atomic
 from majordomus.policy import default_policy_text, load_policy, missing_keys

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from pathlib import Path
-    from typing import Any
 
 from majordomus import __version__
 from majordomus.errors import ContractError, RefusedError
 from majordomus.identity import compact_stamp, now_utc, rfc3339
 from majordomus.layout import Layout, append_line, file_lock, write_atomic
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 # The closed vocabulary: event name -> the payload keys it requires. An unknown name is refused.
 EVENTS: dict[str, tuple[str, ...]] = {

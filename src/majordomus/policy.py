@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 from majordomus.errors import ContractError
 from majordomus.layout import Layout, write_atomic
 from majordomus.values import value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULTS: dict[str, int] = {
     "prompts.retention_max_days": 90,
@@ -62,7 +63,8 @@ def _validate(raw: Any, source: Path) -> Policy:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ContractError(f"{source} is not a mapping of sections", "rewrite it as `section:` blocks, or run majordomus update")
+        raise ContractError(f"{source} is not a mapping of sections",
+                            "rewrite it as `section:` blocks, or run majordomus update")
     values = dict(DEFAULTS)
     declared: set[str] = set()
     problems: list[str] = []

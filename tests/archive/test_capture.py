@@ -130,7 +130,8 @@ VALUE = "VALUE-hunter2-xyz"
 @pytest.mark.parametrize(("raw", "expect"), [
     (f"this is not json {VALUE}".encode(), "not JSON"),
     (f'["an", "{VALUE}"]'.encode(), "JSON array, not an object"),
-    (f'{{"prompt": ["{VALUE}"], "session_id": "s", "secretkey": "{VALUE}"}}'.encode(), "key prompt is a JSON array, not a string"),
+    (f'{{"prompt": ["{VALUE}"], "session_id": "s", "secretkey": "{VALUE}"}}'.encode(),
+     "key prompt is a JSON array, not a string"),
     (f'{{"prompt": null, "session_id": "{VALUE}"}}'.encode(), "key prompt is a JSON null, not a string"),
     (f'{{"session_id": "s", "tool_input": "{VALUE}"}}'.encode(), "none of the text keys (prompt, prompt_text, text)"),
     (b'{"prompt": "\xff\xfe VALUE-hunter2-xyz"}', "not UTF-8"),
@@ -155,7 +156,8 @@ def test_a_payload_over_16_mib_is_logged_not_parsed(initialised_repo: Path, run_
     assert "over 16 MiB" in capture_log(initialised_repo) and not records(initialised_repo)
 
 
-@pytest.mark.parametrize("text", ["<system-reminder>be brief</system-reminder>", "  <command-name>/clear</command-name>",
+@pytest.mark.parametrize("text", ["<system-reminder>be brief</system-reminder>",
+                                  "  <command-name>/clear</command-name>",
                                   "<task-notification>done</task-notification>", "<local-command-stdout>ok"])
 def test_injected_messages_are_not_archived_and_not_logged(initialised_repo: Path, run_majordomus, text) -> None:
     done = prompt(run_majordomus, initialised_repo, {"session_id": "s", "prompt": text})

@@ -40,7 +40,8 @@ def test_age_goes_first_then_the_oldest_bodies_until_the_rest_fit_the_cap() -> N
 
     for n, (days, size) in enumerate([(40, 10), (20, 10), (10, 10), (5, 10), (1, 10)]):
         stamp = (NOW - timedelta(days=days)).strftime("%Y%m%d%H%M%S")
-        entries.append(Entry(f"{stamp}-p{n}.json", layout.prompts_dir, rec.PromptRecord(rec.SCHEMA, text="x" * size), None, True))
+        body = rec.PromptRecord(rec.SCHEMA, text="x" * size)
+        entries.append(Entry(f"{stamp}-p{n}.json", layout.prompts_dir, body, None, True))
     result = plan(entries, Bounds(max_days=30, max_bytes=25), NOW)
     assert [e.name[-7:] for e in result.victims] == ["p0.json", "p1.json", "p2.json"]
     assert result.body_bytes == 50 and result.bytes_left == 20

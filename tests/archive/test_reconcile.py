@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from majordomus.archive import record as rec
-from majordomus.episodes import store
-from majordomus.simple_yaml import yaml_lines
 from majordomus.archive.reconcile import reconcile
+from majordomus.episodes import store
 from majordomus.identity import rfc3339, session_key, worktree_id
 from majordomus.layout import Layout
+from majordomus.simple_yaml import yaml_lines
 
 BASE = datetime(2026, 1, 1, tzinfo=timezone.utc)
 NOW = BASE + timedelta(seconds=5000)
@@ -51,7 +51,8 @@ class History:
                 ("worktree_id", self.here)]
         text = "---\n" + "\n".join(yaml_lines(meta)) + "\n---\n# Working context\n"
         if closed is not None:
-            text += "\n## Close\n" + "\n".join(yaml_lines([("closed_at", at(closed)), ("outcome", "closed")])) + "\n"
+            close = yaml_lines([("closed_at", at(closed)), ("outcome", "closed")])
+            text += "\n## Close\n" + "\n".join(close) + "\n"
         (self.layout.contexts_dir / f"{at(opened)}--{sid}.md").write_text(text)
 
     def closed_record(self, sid: str, opened: int, closed: int, provider: str = "claude-code",

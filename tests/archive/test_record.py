@@ -44,7 +44,8 @@ def test_dumps_writes_the_spec_order_and_optionals_only_when_present() -> None:
 
 def test_a_legacy_repository_member_stays_after_cwd() -> None:
     record = {"schema": rec.SCHEMA, "text": "t", "cwd": "/c", "repository": "/r", "branch": "b"}
-    assert list(json.loads(rec.dumps(rec.PromptRecord.from_members(record)))) == ["schema", "cwd", "repository", "branch", "text"]
+    order = list(json.loads(rec.dumps(rec.PromptRecord.from_members(record))))
+    assert order == ["schema", "cwd", "repository", "branch", "text"]
 
 
 def test_a_lone_surrogate_survives_as_an_escape() -> None:

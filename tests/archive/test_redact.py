@@ -23,7 +23,8 @@ CORPUS = Path(__file__).with_name("redaction_corpus.tsv")
 SHAPES: dict[str, str] = {
     "anthropic-key": "sk-ant-api03-" + ("Fake0Key1Not2Real3_-" * 5)[:93] + "AA",
     "openrouter-key": "sk-or-v1-" + "0123456789abcdef" * 4,
-    "openai-key": "sk-proj-" + ("Fake_Proj-Key0123456789abcdefghij" * 3)[:74] + "T3BlbkFJ" + ("Zyx98765-_fakeFAKE" * 5)[:74],
+    "openai-key": ("sk-proj-" + ("Fake_Proj-Key0123456789abcdefghij" * 3)[:74] + "T3BlbkFJ"
+                   + ("Zyx98765-_fakeFAKE" * 5)[:74]),
     "github-token": "ghp_" + "FakeTokenNot4RealUse0nlyInTests12345",
     "github-pat": "github_pat_" + "11FAKEPAT0AbCdEfGhIjKl_" + ("NotARealTokenJustTheRightShape0123456789" * 2)[:59],
     "aws-access-key-id": "AKIA" + "FAKEK3YN0TREAL22",
@@ -129,7 +130,8 @@ def test_a_credential_in_a_curl_authorization_header_is_replaced(rule: str) -> N
 
 def test_a_bearer_token_in_a_curl_header_loses_the_scheme_and_token_only() -> None:
     text = 'curl -H "' + "Authorization: " + SHAPES["bearer-token"] + '" https://api.example.com'
-    assert redact(text) == ('curl -H "Authorization: [redacted:bearer-token]" https://api.example.com', ("bearer-token",))
+    assert redact(text) == ('curl -H "Authorization: [redacted:bearer-token]" https://api.example.com',
+                            ("bearer-token",))
 
 
 def test_a_multi_line_pem_block_is_gone_from_begin_through_end() -> None:
@@ -141,14 +143,17 @@ def test_a_multi_line_pem_block_is_gone_from_begin_through_end() -> None:
 
 def test_a_json_escaped_and_indented_pem_block_is_gone_too() -> None:
     escaped = SHAPES["private-key"].replace("\n", "\\n")
-    assert redact('{"private_key": "' + escaped + '\\n"}') == ('{"private_key": "[redacted:private-key]\\n"}', ("private-key",))
+    assert redact('{"private_key": "' + escaped + '\\n"}') == ('{"private_key": "[redacted:private-key]\\n"}',
+                                                              ("private-key",))
     indented = SHAPES["private-key"].replace("\n", "\r\n    ")
-    assert redact("key: |\r\n    " + indented + "\r\nnext: 1") == ("key: |\r\n    [redacted:private-key]\r\nnext: 1", ("private-key",))
+    assert redact("key: |\r\n    " + indented + "\r\nnext: 1") == ("key: |\r\n    [redacted:private-key]\r\nnext: 1",
+                                                                  ("private-key",))
 
 
 def test_an_unterminated_pem_block_runs_to_the_end_of_its_base64_lines() -> None:
     body = SHAPES["private-key"].split("\n-----END")[0]
-    assert redact(body + "\n\nThat is all I have.") == ("[redacted:private-key]\n\nThat is all I have.", ("private-key",))
+    assert redact(body + "\n\nThat is all I have.") == ("[redacted:private-key]\n\nThat is all I have.",
+                                                      ("private-key",))
 
 
 def test_prose_between_a_pem_header_and_an_end_line_is_not_swallowed() -> None:
@@ -228,7 +233,8 @@ def test_a_hard_negative_survives_byte_for_byte(text: str) -> None:
 
 PROSE_CHARACTERS = string.ascii_letters + " \n.,;:!?'\"()-"
 WORDS = st.text(alphabet=string.ascii_letters, min_size=1, max_size=12) | st.sampled_from(
-    ["password", "token", "key", "secret", "Bearer", "bearer", "sk", "ghp", "AKIA", "AIza", "xoxb", "BEGIN", "PRIVATE", "KEY"]
+    ["password", "token", "key", "secret", "Bearer", "bearer", "sk", "ghp", "AKIA", "AIza", "xoxb", "BEGIN", "PRIVATE",
+     "KEY"]
 )
 GAPS = st.sampled_from([" ", ", ", ". ", "; ", ": ", "! ", "? ", "\n", " - ", " (", ") "])
 
@@ -303,7 +309,8 @@ ADVERSARIAL = {
     "xoxb-1-": "'xoxb-1-' * 100_000",
     "sk_live_": "'sk_live_' * 100_000",
     "pem headers unterminated": "'-----BEGIN RSA PRIVATE KEY-----\\n' * 20_000",
-    "pem armor lines": "'-----BEGIN PGP PRIVATE KEY BLOCK-----\\nVersion: x -----BEGIN PGP PRIVATE KEY BLOCK-----\\n' * 10_000",
+    "pem armor lines": ("'-----BEGIN PGP PRIVATE KEY BLOCK-----\\nVersion: x -----BEGIN PGP PRIVATE KEY BLOCK-----\\n'"
+                        " * 10_000"),
     "pem header then a long body": f"'-----BEGIN RSA PRIVATE KEY-----\\n' + 'A' * {MB}",
     "pem header then base64 lines": "'-----BEGIN RSA PRIVATE KEY-----\\n' + ('A' * 64 + '\\n') * 15_000",
     "password=": "'password=' * 100_000",

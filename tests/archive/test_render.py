@@ -21,7 +21,8 @@ PROMPTS = Path(".ai/local/prompts")
 
 
 def sample(text: str | None = "hello", **extra: object) -> rec.PromptRecord:
-    return rec.PromptRecord.from_members({"schema": rec.SCHEMA, "started_at": "2026-12-02T08:00:00Z", "provider": "claude-code",
+    return rec.PromptRecord.from_members({
+            "schema": rec.SCHEMA, "started_at": "2026-12-02T08:00:00Z", "provider": "claude-code",
             "event": "UserPromptSubmit", "id": "p-1", "session": "ps", "episode": "s-20261202080000-abcd",
             "episode_link": "open", "repository_id": "git@example.com:o/r.git", "worktree_id": "0123456789abcdef",
             "source": None, "cwd": "/w|x`y", "branch": "main", "head": "a" * 40, "text": text, **extra})
@@ -112,7 +113,8 @@ def test_render_reformats_an_older_one_line_record_and_refuses_what_it_cannot_ac
     raw = (archive / "20260101000000-old-one.json").read_bytes()
     assert rec.is_pretty(raw) and json.loads(raw)["text"] == "old one"
     assert (archive / "20260101000000-old-one.md").is_file()
-    assert json.loads((archive / "20260101000001-odd.json").read_text()) == {"schema": rec.SCHEMA, "reply": "model text"}
+    odd = json.loads((archive / "20260101000001-odd.json").read_text())
+    assert odd == {"schema": rec.SCHEMA, "reply": "model text"}
     assert not (archive / "20260101000001-odd.md").exists()
 
 

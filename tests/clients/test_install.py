@@ -240,7 +240,8 @@ def test_the_installed_hook_command_line_opens_and_closes_a_real_episode(initial
     assert opened["provider"] == name and opened["provider_session"] == f"{name}-1"
     reason, outcome = first_end(name)
     end = command_of(our_handler(initialised_repo, provider, provider.session.events["end"][0]), name)
-    done = subprocess.run(["sh", "-c", end], cwd=initialised_repo, input=session_bytes(name, "end", f"{name}-1", reason),
+    payload = session_bytes(name, "end", f"{name}-1", reason)
+    done = subprocess.run(["sh", "-c", end], cwd=initialised_repo, input=payload,
                           env=env, capture_output=True, timeout=60, check=False)
     assert done.returncode == 0 and b"episode closed" in done.stderr, done.stderr
     (record,) = records(initialised_repo).values()

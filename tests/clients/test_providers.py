@@ -30,7 +30,8 @@ def test_an_empty_evidence_is_a_problem_and_the_check_exits_10(tmp_path) -> None
     assert "codex: evidence.prompts is empty or too short to be evidence" in providers.problems(raw)
     broken = tmp_path / "providers.yaml"
     broken.write_text(yaml.safe_dump(raw))
-    done = subprocess.run([sys.executable, "-m", "majordomus.clients.providers", "--check", str(broken)], capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "majordomus.clients.providers", "--check", str(broken)],
+                          capture_output=True)
     assert done.returncode == 10 and b"evidence.prompts is empty" in done.stderr
     shipped = subprocess.run([sys.executable, "-m", "majordomus.clients.providers", "--check"], capture_output=True)
     assert shipped.returncode == 0, shipped.stderr

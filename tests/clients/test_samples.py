@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from clients.samples import (DECLARED, SAMPLES, has_prompt_row, has_session_row, is_installable,
-                             session_payload)
+from clients.samples import DECLARED, SAMPLES, has_prompt_row, has_session_row, is_installable, session_payload
 from majordomus.clients.payload import first_scalar
 
 

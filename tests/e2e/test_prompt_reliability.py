@@ -27,7 +27,8 @@ from majordomus.cli import main
 repo, worker = sys.argv[1], int(sys.argv[2])
 sessions = ["ov-0", "ov-1", "ov-2", "ov-3", "nobody"]
 for n in range(50):
-    body = {"session_id": sessions[(worker + n) % 5], "prompt": f"Same opening for everyone; worker {worker} prompt {n}"}
+    body = {"session_id": sessions[(worker + n) % 5],
+            "prompt": f"Same opening for everyone; worker {worker} prompt {n}"}
     if n % 2:
         body["prompt_id"] = f"w{worker}-p{n}"
     sys.stdin = io.TextIOWrapper(io.BytesIO(json.dumps(body).encode()))
@@ -132,7 +133,8 @@ def test_kill_9_at_random_points_never_leaves_a_torn_record(initialised_repo: Pa
     done = subprocess.run([str(MAJORDOMUS), "capture", "render"], cwd=initialised_repo, capture_output=True)
     assert done.returncode == 0, done.stderr
     for name in names:
-        assert (archive / name.replace(".json", ".md")).is_file() and (archive / name.replace(".json", ".yaml")).is_file()
+        assert (archive / name.replace(".json", ".md")).is_file()
+        assert (archive / name.replace(".json", ".yaml")).is_file()
 
 
 def corpus_lines() -> list[tuple[str, str]]:

@@ -116,7 +116,8 @@ def test_an_unknown_event_is_a_usage_error(initialised_repo: Path, run_majordomu
 
 def test_dry_run_says_what_it_would_do_and_writes_nothing(initialised_repo: Path, run_majordomus) -> None:
     done = run_majordomus("capture", "session", "--provider", CONNECTION, "--event", "end", "--dry-run",
-                          cwd=initialised_repo, input=json.dumps({"session_id": "selftest-1", "reason": "detach"}).encode())
+                          cwd=initialised_repo,
+                          input=json.dumps({"session_id": "selftest-1", "reason": "detach"}).encode())
     assert done.stderr.decode().strip() == (f"capture session: would end the episode for {CONNECTION} "
                                             "(provider session selftest-1), reason detach")
     assert not (initialised_repo / ".ai/local/state/ledger.jsonl").exists()

@@ -84,7 +84,8 @@ def test_precompact_is_counted_in_the_record(initialised_repo: Path, run_majordo
         assert done.returncode == 0
     line = end(run_majordomus, initialised_repo, "claude-code", "c1", "logout").stderr.decode()
     assert records(initialised_repo)[line.strip().rsplit(" into ", 1)[1]]["compactions"] == 2
-    events = [json.loads(x)["event"] for x in (initialised_repo / ".ai/local/state/ledger.jsonl").read_text().splitlines()]
+    ledger = (initialised_repo / ".ai/local/state/ledger.jsonl").read_text()
+    events = [json.loads(x)["event"] for x in ledger.splitlines()]
     assert events == ["session.started", "session.compacted", "session.compacted", "session.closed"]
 
 

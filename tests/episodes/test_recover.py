@@ -11,8 +11,8 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from support import open_files, records, session_payload
 from clients.samples import CONNECTION
+from support import open_files, records, session_payload
 
 LONG_AGO = (datetime.now(timezone.utc) - timedelta(days=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
 

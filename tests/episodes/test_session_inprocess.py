@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from majordomus.episodes.hook import run_session
 from clients.samples import CONNECTION
+from majordomus.episodes.hook import run_session
 
 
 def test_the_function_and_the_executable_agree(initialised_repo: Path, run_majordomus) -> None:

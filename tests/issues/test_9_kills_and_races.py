@@ -25,7 +25,8 @@ def hook(repo: Path, event: str, payload: dict[str, str]) -> subprocess.Complete
 
 def closed_lines(repo: Path, sid: str) -> int:
     ledger = (repo / ".ai/local/state/ledger.jsonl").read_text().splitlines()
-    return sum(1 for line in ledger if json.loads(line)["event"] == "session.closed" and json.loads(line)["session"] == sid)
+    events = [json.loads(line) for line in ledger]
+    return sum(1 for e in events if e["event"] == "session.closed" and e["session"] == sid)
 
 
 def records(repo: Path, sid: str) -> list[Path]:

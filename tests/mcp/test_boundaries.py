@@ -21,7 +21,8 @@ def test_only_mcp_http_imports_starlette_or_uvicorn() -> None:
 
 def test_the_stdio_side_of_the_server_loads_no_web_framework() -> None:
     probe = ("import json, sys; import majordomus.mcp.server, majordomus.mcp.runtime, majordomus.episodes.board, "
-             "majordomus.capabilities.registry, majordomus.capabilities.catalogue; majordomus.capabilities.catalogue.default_registry(); "
+             "majordomus.capabilities.registry, majordomus.capabilities.catalogue; "
+             "majordomus.capabilities.catalogue.default_registry(); "
              "print(json.dumps(sorted(sys.modules)))")
     loaded = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                                        check=True).stdout)

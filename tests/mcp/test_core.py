@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from majordomus.capabilities.peer_board import PeerBoard
 from majordomus.capabilities.catalogue import default_registry
+from majordomus.capabilities.peer_board import PeerBoard
 from majordomus.capabilities.registry import Registry, Services
 from majordomus.episodes.board import Board, Opened
 from majordomus.mcp.core import Connection, Core, parse

@@ -46,7 +46,8 @@ def test_a_non_loopback_mcp_tool_call_that_mutates_is_a_forbidden_tool_error(ini
                "params": {"name": "majordomus_session_detach", "arguments": {"external_id": "x"},
                           "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                                     "io.modelcontextprotocol/clientCapabilities": {}}}}
-    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "majordomus_session_detach"}
+    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+               "Mcp-Name": "majordomus_session_detach"}
     answer = ask(initialised_repo, "192.0.2.10", "POST", "/mcp", json=message, headers=headers).json()
     assert answer["result"]["isError"] is True
     assert answer["result"]["_meta"]["majordomus"]["error"]["code"] == "forbidden"

@@ -11,15 +11,14 @@ from datetime import timedelta
 from pathlib import Path
 
 from majordomus.archive import record as rec
-from majordomus.episodes import store
-from majordomus.clients.payload import ABSENT, Malformed, field, first_scalar, json_kind, parse_payload
 from majordomus.archive.render import write_renderings
+from majordomus.clients.payload import ABSENT, Malformed, field, first_scalar, json_kind, parse_payload
+from majordomus.clients.providers import get_provider
+from majordomus.episodes import store
 from majordomus.errors import InternalError, MajordomusError, MissingError
 from majordomus.identity import head_state, now_utc, repository_id, rfc3339, sha256, worktree_id
 from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock
-from majordomus.clients.providers import get_provider
 from majordomus.values import value
-
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -143,7 +142,8 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
         who = first_scalar(data, row.session_keys)
         return CaptureReport(0, f"capture prompt: would archive a prompt for {provider_name} "
                                 f"(provider session {who})" if who else
-                                f"capture prompt: would archive a prompt for {provider_name} (orphan: no provider session)")
+                                f"capture prompt: would archive a prompt for {provider_name} "
+                                "(orphan: no provider session)")
 
     text, fired = redact(text)  # before the slug, the record, the renderings or any log line exist
     prompt_id = first_scalar(data, row.id_keys)
@@ -180,7 +180,8 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
     try:
         write_renderings(layout.prompts_dir, name[: -len(".json")], record)
     except (OSError, MajordomusError):
-        log(layout, provider_name, "a rendering could not be written; the record is safe (run majordomus capture render)")
+        log(layout, provider_name,
+            "a rendering could not be written; the record is safe (run majordomus capture render)")
     if opened and provider_session is not None:
         from majordomus.episodes.boundary import touch_activity
 

@@ -53,7 +53,8 @@ def _privacy(layout: Layout, rel: str) -> list[Finding]:
         for entry in it:
             if entry.is_symlink():
                 links += 1
-            elif entry.is_file(follow_symlinks=False) and stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode) & 0o077:
+            elif (entry.is_file(follow_symlinks=False)
+                  and stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode) & 0o077):
                 wide += 1
     if wide:
         out.append(Finding("FAIL", "prompts", rel, f"{wide} file(s) in the prompt archive are readable beyond their "
@@ -164,11 +165,13 @@ def _shape(layout: Layout, entries: list[Entry], rel: str) -> list[Finding]:
         out.append(Finding("WARN", "capture", rel, f"{len(strays)} rendering(s) have no record beside them; a "
                            "rendering is never turned back into a record, so they are reported, not repaired"))
     try:
-        lines = [ln for ln in layout.capture_log.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+        text = layout.capture_log.read_text(encoding="utf-8", errors="replace")
+        lines = [ln for ln in text.splitlines() if ln.strip()]
     except FileNotFoundError:
         lines = []
     if lines:
-        out.append(Finding("FAIL", "capture", f"{rel}/.capture.log", f"{len(lines)} capture(s) failed and their prompts "
+        out.append(Finding("FAIL", "capture", f"{rel}/.capture.log",
+                           f"{len(lines)} capture(s) failed and their prompts "
                            f"were not archived; the most recent: {lines[-1]}  (read the log, then empty it)"))
     if not out:
         out.append(Finding("OK", "capture", rel, f"{len(entries)} record(s) in the majordomus.capture/v1 shape, each "

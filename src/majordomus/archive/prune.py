@@ -21,7 +21,6 @@ from majordomus.policy import load_policy
 from majordomus.values import replace
 
 
-
 @dataclass(frozen=True)
 class Bounds:
     max_days: int

@@ -13,12 +13,11 @@ from pathlib import Path
 
 from majordomus import ledger
 from majordomus.archive import record as rec
-from majordomus.episodes import store
 from majordomus.archive.scan import Entry, has_archive, lock_archive, rewrite, scan
+from majordomus.episodes import store
 from majordomus.identity import now_utc, parse_rfc3339, repository_id, worktree_id
 from majordomus.layout import Layout
 from majordomus.values import replace
-
 
 
 @dataclass(frozen=True)

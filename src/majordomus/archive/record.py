@@ -174,7 +174,10 @@ def read_bytes(path: Path) -> bytes:
 
 
 def parse(raw: bytes) -> PromptRecord:
-    """The record, or RecordError when a member is unknown, nested or mistyped (this writer could not rewrite it whole)."""
+    """The record, or RecordError when a member is unknown, nested or mistyped.
+
+    (This writer could not rewrite such a record whole.)
+    """
     try:
         found = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:

@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 from majordomus.archive import record as rec
-from majordomus.simple_yaml import yaml_scalar
 from majordomus.layout import PRIVATE_FILE, write_atomic
+from majordomus.simple_yaml import yaml_scalar
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,4 +1,6 @@
-"""`capture render`'s work over the whole archive: modes back to 0700/0600, stale temp files removed, renderings rewritten.
+"""`capture render`'s work over the whole archive.
+
+Modes back to 0700/0600, stale temp files removed, renderings rewritten.
 
 Every record is read through `scan`, like reconcile and prune read it; the renderings come from `render`.
 """
@@ -20,7 +22,10 @@ STALE_TEMP_SECONDS = 600  # a capture's temp file older than this belongs to a p
 
 
 def repair_modes(layout: Layout) -> tuple[int, int, list[str]]:
-    """Directory 0700, every regular file 0600; symlinks are never followed. (files repaired, stale temps removed, links)."""
+    """Directory 0700, every regular file 0600; symlinks are never followed.
+
+    Returns (files repaired, stale temps removed, links).
+    """
     directory = layout.prompts_dir
     if stat.S_IMODE(os.lstat(directory).st_mode) != PRIVATE_DIR:
         os.chmod(directory, PRIVATE_DIR)

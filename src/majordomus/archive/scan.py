@@ -86,5 +86,6 @@ def has_archive(layout: Layout) -> bool:
 
     if layout.prompts_dir.is_symlink():
         raise RefusedError(f"{layout.prompts_dir.relative_to(layout.root)} is a symbolic link; the archive is "
-                           "never followed through a link", "replace it with a real directory, then run majordomus update")
+                           "never followed through a link",
+                           "replace it with a real directory, then run majordomus update")
     return layout.prompts_dir.is_dir()

@@ -84,7 +84,8 @@ def operation(cap: Capability) -> JsonObject:
     }
     for status, code in _STATUS_TEXT.items():
         op["responses"][str(status)] = {"description": code,
-                                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+                                        "content": {"application/json": {
+                                            "schema": {"$ref": "#/components/schemas/Error"}}}}
     if cap.http.method == "GET":
         op["parameters"] = [{"name": name, "in": "query", "required": name in cap.input_schema.get("required", []),
                              "schema": schema} for name, schema in cap.input_schema.get("properties", {}).items()]

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from majordomus.errors import MissingError, RefusedError
-from majordomus.layout import write_atomic
 from majordomus.clients.install_toml import merge_codex_toml
 from majordomus.clients.providers import InstallRow, Provider, get_provider, load_providers
+from majordomus.errors import MissingError, RefusedError
+from majordomus.layout import write_atomic
 
 CONFIG_DIR_MODE = 0o755
 CONFIG_FILE_MODE = 0o644

@@ -12,7 +12,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-PAYLOAD_LIMIT = 16 * 1024 * 1024  # a hook's payload is small (a 10 MB transcript field still fits); past this it is logged, not parsed
+# a hook's payload is small (a 10 MB transcript field still fits); past this it is logged, not parsed
+PAYLOAD_LIMIT = 16 * 1024 * 1024
 
 
 class Malformed(Exception):

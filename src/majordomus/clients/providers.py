@@ -10,15 +10,15 @@ import json
 import sys
 from pathlib import Path
 
+from majordomus.errors import ContractError, MissingError
+from majordomus.values import value
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
 
     HookStyle = Literal["nested", "flat"]
     McpStyle = Literal["json", "codex-toml"]
-
-from majordomus.errors import ContractError, MissingError
-from majordomus.values import value
 
 HERE = Path(__file__).parent
 YAML_PATH = HERE / "providers.yaml"
@@ -225,7 +225,9 @@ def _install_problems(name: str, body: dict[str, Any]) -> list[str]:
     if offers.get("episode") == "connection":
         return [f"{name}: a connection provider is wired by its MCP entry alone; remove its install row"] if row else []
     if row is None:
-        return [f"{name}: offers hooks but has no install row (a shape, or unsupported: <why>)"] if hooks_offered else []
+        if not hooks_offered:
+            return []
+        return [f"{name}: offers hooks but has no install row (a shape, or unsupported: <why>)"]
     if not isinstance(row, dict):
         return [f"{name}: install is not a mapping"]
     found = [f"{name}: install.{key} is not an install key" for key in row if key not in INSTALL_KEYS]
@@ -267,7 +269,8 @@ def main(argv: list[str]) -> int:
             print(f"majordomus: {source.name}: {line}", file=sys.stderr)
         stale = len(argv) == 1 and JSON_PATH.read_text(encoding="utf-8") != yaml_to_json_text()
         if stale:
-            print("majordomus: providers.json is stale; run python -m majordomus.clients.providers --write-json", file=sys.stderr)
+            print("majordomus: providers.json is stale; "
+                  "run python -m majordomus.clients.providers --write-json", file=sys.stderr)
         return 10 if found or stale else 0
     print("usage: python -m majordomus.clients.providers --write-json | --check [providers.yaml]", file=sys.stderr)
     return 2

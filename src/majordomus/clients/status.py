@@ -15,10 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from majordomus.clients.install import (WantedHook, find_executable, hook_commands, install_gap, is_connection,
-                                        is_ours, read_json_config, split_command, wanted_hooks)
-from majordomus.errors import RefusedError
+from majordomus.clients.install import (
+    WantedHook,
+    find_executable,
+    hook_commands,
+    install_gap,
+    is_connection,
+    is_ours,
+    read_json_config,
+    split_command,
+    wanted_hooks,
+)
 from majordomus.clients.providers import Provider, load_providers
+from majordomus.errors import RefusedError
 
 SCHEMA = "majordomus.capture-status/v1"
 SELFTEST_SECONDS = 10.0

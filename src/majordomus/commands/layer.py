@@ -18,7 +18,8 @@ def init_command(ctx: Context, argv: list[str]) -> int:
     try:
         os.mkdir(layout.ai, 0o755)  # exclusive: of two inits at once, exactly one goes on
     except FileExistsError:
-        raise RefusedError(f"{layout.ai} exists already; init never overwrites a layer", "run majordomus update") from None
+        raise RefusedError(f"{layout.ai} exists already; init never overwrites a layer",
+                           "run majordomus update") from None
     except OSError as exc:
         raise InternalError(f"cannot create {layout.ai} ({exc.strerror})") from exc
     for line in converge(layout):

@@ -8,21 +8,35 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from majordomus import ledger
+from majordomus.clients.providers import Provider
+from majordomus.episodes import store
+from majordomus.errors import MajordomusError
+from majordomus.identity import (
+    compact_stamp,
+    git_argv,
+    head_state,
+    name_key,
+    new_episode_id,
+    now_utc,
+    owner,
+    parse_rfc3339,
+    repository_id,
+    rfc3339,
+    run_bounded,
+    session_key,
+    tree_state,
+    worktree_id,
+)
+from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock, write_atomic
+from majordomus.simple_yaml import front_matter, yaml_lines
+from majordomus.values import replace, value
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
-
-from majordomus import ledger
-from majordomus.episodes import store
-from majordomus.errors import MajordomusError
-from majordomus.identity import (compact_stamp, git_argv, head_state, name_key, new_episode_id, now_utc, owner, parse_rfc3339,
-                                 repository_id, rfc3339,
-                                 run_bounded, session_key, tree_state, worktree_id)
-from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock, write_atomic
-from majordomus.clients.providers import Provider
-from majordomus.simple_yaml import front_matter, yaml_lines
-from majordomus.values import replace, value
 
 LIST_LIMIT = 200  # changed files and commits kept in a record; the record says when a list was cut
 def _list_seconds() -> float:

@@ -55,7 +55,8 @@ def run_session(root: Path, provider: str, event: str, payload: bytes, *, dry_ru
         data = parse_payload(payload, empty=True)
     except Malformed as problem:
         log_failure(layout, f"capture session --provider {provider} --event {event}: {problem}; nothing recorded")
-        return SessionReport(0, f"capture session: {problem}; nothing recorded (see {_rel(layout, layout.context_log)})")
+        return SessionReport(0, f"capture session: {problem}; nothing recorded "
+                                f"(see {_rel(layout, layout.context_log)})")
     return _draw(layout, prov, row, event, data, dry_run=dry_run)
 
 
@@ -101,7 +102,8 @@ def _draw(layout: Layout, prov: Provider, row: SessionRow, event: str, data: dic
         detail = exc.message if isinstance(exc, MajordomusError) else f"{type(exc).__name__}: {exc}"
         log_failure(layout, f"{where}: {detail}")
         verb = {"start": "open", "end": "close", "compact": "count the compaction of"}[event]
-        return SessionReport(0, f"capture session: could not {verb} the episode; see {_rel(layout, layout.context_log)}")
+        return SessionReport(0, f"capture session: could not {verb} the episode; "
+                                f"see {_rel(layout, layout.context_log)}")
     return SessionReport(0, line)
 
 

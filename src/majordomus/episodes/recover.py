@@ -8,17 +8,17 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Literal
-
-    Verdict = Literal["live", "held", "orphaned", "detached", "expired", "stale"]
-
 from majordomus.episodes import store
 from majordomus.episodes.boundary import close_episode, update_open
 from majordomus.identity import is_live_majordomus, now_utc, parse_rfc3339, rfc3339, worktree_id
 from majordomus.layout import Layout
 from majordomus.policy import cached_values
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Verdict = Literal["live", "held", "orphaned", "detached", "expired", "stale"]
 
 
 def classify(opened: store.OpenFile, now: datetime, *, stale_after: timedelta, grace: timedelta) -> Verdict:

@@ -9,20 +9,24 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+
+from majordomus.identity import session_key
+from majordomus.layout import Layout
+from majordomus.simple_yaml import front_matter, parse_simple_yaml, yaml_lines
+from majordomus.values import fields_of, replace, value
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-from majordomus.identity import session_key
-from majordomus.simple_yaml import front_matter, parse_simple_yaml, yaml_lines
-from majordomus.layout import Layout
-from majordomus.values import fields_of, replace, value
 
 CONNECTION_PROVIDER = "generic"  # the provider whose episodes the MCP connection draws (SPEC 4.1)
 
 
 def _text(found: Any) -> str | None:
-    """A string member as the readers want it; a number written by hand reads as its spelling, anything else as absent."""
+    """A string member as the readers want it.
+
+    A number written by hand reads as its spelling, anything else as absent.
+    """
     if isinstance(found, str):
         return found
     if isinstance(found, (int, float)) and not isinstance(found, bool):

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from majordomus import __version__
-from majordomus.capabilities.peer_board import PeerBoard
 from majordomus.capabilities.catalogue import default_registry
+from majordomus.capabilities.peer_board import PeerBoard
 from majordomus.capabilities.registry import Registry, Services
 from majordomus.episodes.board import Board, CaptureDriver, CloseReason, Opened
 from majordomus.layout import Layout
