@@ -31,7 +31,7 @@ OFFER_VALUES: dict[str, tuple[str, ...]] = {
 }
 
 
-SESSION_EVENTS = ("start", "end", "compact")
+SESSION_EVENTS = ("start", "end", "compact", "turn")
 HOOK_STYLES = ("nested", "flat")  # nested: event -> [{matcher?, hooks: [handler]}]; flat: event -> [handler]
 MCP_STYLES = ("json", "codex-toml")  # json: mcpServers.majordomus; codex-toml: [mcp_servers.majordomus]
 INSTALL_KEYS = frozenset({"hook_style", "command_key", "timeout_key", "handler_extra", "top_extra",
@@ -45,6 +45,9 @@ class SessionRow:
     source_keys: tuple[str, ...]
     reason_keys: tuple[str, ...]
     deliberate: frozenset[str]
+    # a turn event whose payload says how the turn ended (Cursor's stop `status`) completes only with these
+    turn_status_keys: tuple[str, ...] = ()
+    turn_completed: frozenset[str] = frozenset()
 
 
 # A provider whose episode source is `connection` needs no adapter row: its payload is ours.
@@ -139,7 +142,9 @@ def _provider(name: str, raw: dict[str, Any]) -> Provider:
         timeout_unit=str(raw.get("timeout_unit", "seconds")),
         session=SessionRow(events=_events(s), session_keys=_tuple(s, "session_keys"),
                            source_keys=_tuple(s, "source_keys"), reason_keys=_tuple(s, "reason_keys"),
-                           deliberate=frozenset(_tuple(s, "deliberate"))) if s else None,
+                           deliberate=frozenset(_tuple(s, "deliberate")),
+                           turn_status_keys=_tuple(s, "turn_status_keys"),
+                           turn_completed=frozenset(_tuple(s, "turn_completed"))) if s else None,
         prompt=PromptRow(event=str(p.get("event", "")), text_keys=_tuple(p, "text_keys"),
                          session_keys=_tuple(p, "session_keys"), id_keys=_tuple(p, "id_keys"),
                          source_keys=_tuple(p, "source_keys"),
