@@ -136,7 +136,7 @@ def test_the_assignment_rule_and_its_hint_are_generated_from_its_word_lists() ->
         assert redact(f'{word} = "Fake0Opaque1Value2ForTests3"')[1] == ("assignment",), word
     for word, prefixes in words["not_secret"].items():
         for prefix in prefixes:
-            text = f'{prefix}_{word} = "Fake0Opaque1Value2ForTests3" and {prefix}{word.capitalize()}: Fake0Opaque1Value2X'
+            text = f'{prefix}_{word} = "{OPAQUE}" and {prefix}{word.capitalize()}: {OPAQUE}'
             assert redact(text) == (text, ()), text
 
 
