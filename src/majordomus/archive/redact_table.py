@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from majordomus.archive.redact import Rule, _is_placeholder  # stdlib only: what redact() applies
+
 HERE = Path(__file__).parent
 YAML_PATH = HERE / "redact_rules.yaml"
 JSON_PATH = HERE / "redact_rules.json"
@@ -122,8 +124,6 @@ def _strings(rule: str, key: str, raw: Any) -> list[str]:
 
 
 def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
-    from majordomus.archive.redact import _is_placeholder  # stdlib only; the filter redact() applies
-
     group = "secret" if "secret" in pattern.groupindex else 0
     spans = [m.span(group) for m in pattern.finditer(text)]
     return [(s, e) for s, e in spans if s < e and not _is_placeholder(text[s:e])]
@@ -161,8 +161,6 @@ def _rule(raw: Any, number: int) -> dict[str, Any]:
     examples = [_example(name, e) for e in raw.get("examples") or []]
     if not examples:
         raise TableError(f"rule {name!r} has no examples; every rule needs at least one text it must redact")
-    from majordomus.archive.redact import Rule
-
     rule = Rule(name=name, source=pattern, sample=examples[0]["text"], hints=tuple(hints))
     for example in examples:
         text, secret = example["text"], example["secret"]
