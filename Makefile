@@ -3,6 +3,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# The suite runs on pytest-xdist workers, one per core (`make test TEST_WORKERS=0` runs it in one process)
+TEST_WORKERS ?= auto
 
 # `make test` is 3.11, the oldest Python requires-python admits; these get a venv each, .venv-3.12 and so on
 OTHER_PYTHONS := 3.12 3.13
@@ -28,7 +30,7 @@ demo: $(VENV)/.runtime
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
 
 test: $(VENV)/.dev
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench
@@ -47,7 +49,7 @@ test-python-%:
 	$(MAKE) --no-print-directory .venv-$*/.dev PYTHON_FOR_VENV="$$py" || exit 1; \
 	echo "== Python $* ($$py)"; \
 	start=$$(date +%s); \
-	PATH="$(CURDIR)/.venv-$*/bin:$$PATH" .venv-$*/bin/python -m pytest; rc=$$?; \
+	PATH="$(CURDIR)/.venv-$*/bin:$$PATH" .venv-$*/bin/python -m pytest -n $(TEST_WORKERS); rc=$$?; \
 	echo "== Python $*: the suite took $$(( $$(date +%s) - start )) s, pytest exited $$rc"; \
 	exit $$rc
 
