@@ -3,7 +3,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# The suite runs on pytest-xdist workers, one per core (`make test TEST_WORKERS=0` runs it in one process)
+# The suite runs on pytest-xdist workers, one per core (`make test TEST_WORKERS=0` runs it in one process);
+# worksteal: an idle worker takes queued tests from a busy one, so the 20-35 s stress tests do not end the run alone
 TEST_WORKERS ?= auto
 
 # `make test` is 3.11, the oldest Python requires-python admits; these get a venv each, .venv-3.12 and so on
@@ -34,7 +35,7 @@ demo: $(VENV)/.runtime
 # compileall writes the bytecode once (into the ignored __pycache__/); a stale one is simply recompiled.
 test: $(VENV)/.dev
 	$(BIN)/python -m compileall -q src/majordomus
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench
@@ -54,7 +55,7 @@ test-python-%:
 	echo "== Python $* ($$py)"; \
 	start=$$(date +%s); \
 	.venv-$*/bin/python -m compileall -q src/majordomus; \
-	PATH="$(CURDIR)/.venv-$*/bin:$$PATH" .venv-$*/bin/python -m pytest -n $(TEST_WORKERS); rc=$$?; \
+	PATH="$(CURDIR)/.venv-$*/bin:$$PATH" .venv-$*/bin/python -m pytest -n $(TEST_WORKERS) --dist worksteal; rc=$$?; \
 	echo "== Python $*: the suite took $$(( $$(date +%s) - start )) s, pytest exited $$rc"; \
 	exit $$rc
 
