@@ -108,7 +108,7 @@ def test_every_declared_prompt_adapter_archives_its_clients_payload(initialised_
     assert capture_log(initialised_repo) == ""
 
 
-def test_admission_failures_exit_12(initialised_repo: Path, git_repo: Path, run_majordomus, tmp_path: Path) -> None:
+def test_admission_failures_exit_12(initialised_repo: Path, run_majordomus, tmp_path: Path) -> None:
     body = {"session_id": "s", "prompt": "x"}
     unknown = prompt(run_majordomus, initialised_repo, body, provider="nope")
     assert unknown.returncode == 12 and b"unknown provider 'nope'" in unknown.stderr
