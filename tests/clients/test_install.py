@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from clients.samples import CONNECTION, INSTALLABLE, SAMPLES, UNINSTALLABLE, first_end, session_bytes
+from clients.samples import CONNECTION, DECLARED, INSTALLABLE, SAMPLES, UNINSTALLABLE, first_end, session_bytes
 from majordomus.clients.providers import Provider, get_provider
 from support import MAJORDOMUS, MAJORDOMUS_MCP, open_files, records
 
@@ -300,3 +300,24 @@ def test_the_deprecated_codex_hooks_key_an_earlier_install_wrote_is_removed_and_
     again = install(initialised_repo, "codex")
     assert again.returncode == 0 and b"codex_hooks" not in again.stdout
     assert tomllib.loads(path.read_text()) == {**after, "mcp_servers": tomllib.loads(path.read_text())["mcp_servers"]}
+
+
+APPROVING = [n for n in INSTALLABLE if (row := DECLARED[n].install) is not None and row.approve]
+
+
+def test_every_client_with_a_consent_step_says_it() -> None:
+    assert {"claude-code", "codex", "gemini", "copilot"} <= set(APPROVING)
+
+
+@pytest.mark.parametrize("name", APPROVING)
+def test_install_says_what_the_person_must_approve_in_the_client_on_every_run(initialised_repo: Path,
+                                                                               name: str) -> None:
+    """Issue 8 (9): the client's consent is not a file majordomus can write, so install says it, each time."""
+    provider = DECLARED[name]
+    assert provider.install is not None
+    for _ in range(2):  # the first run writes, the second has nothing to change: both say it
+        done = install(initialised_repo, name)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.decode().splitlines()
+        for sentence in provider.install.approve:
+            assert f"approve in {provider.title}: {sentence}" in lines, lines

@@ -35,7 +35,8 @@ SESSION_EVENTS = ("start", "end", "compact", "turn")
 HOOK_STYLES = ("nested", "flat")  # nested: event -> [{matcher?, hooks: [handler]}]; flat: event -> [handler]
 MCP_STYLES = ("json", "codex-toml")  # json: mcpServers.majordomus; codex-toml: [mcp_servers.majordomus]
 INSTALL_KEYS = frozenset({"hook_style", "command_key", "timeout_key", "handler_extra", "top_extra",
-                          "end_cap_seconds", "mcp_style", "mcp_extra", "switch", "notes", "unsupported"})
+                          "end_cap_seconds", "mcp_style", "mcp_extra", "switch", "notes", "approve",
+                          "unsupported"})
 
 
 @value
@@ -83,6 +84,7 @@ class InstallRow:
     mcp_extra: dict[str, Any]  # keys the MCP server entry carries beside command and args
     switch: tuple[str, str] | None  # a section.key the client needs true before it runs hooks
     notes: tuple[str, ...]  # lines install prints after it wrote something
+    approve: tuple[str, ...]  # what the person must approve in the client before it runs the wiring
     unsupported: str | None  # the sentence that says why majordomus cannot write this client's hooks
 
 
@@ -126,7 +128,8 @@ def _install(raw: dict[str, Any] | None) -> InstallRow | None:
         top_extra=dict(raw.get("top_extra") or {}), end_cap_seconds=int(cap) if cap is not None else None,
         mcp_style=raw.get("mcp_style", "json"), mcp_extra=dict(raw.get("mcp_extra") or {}),
         switch=(switch[0], switch[1]) if switch and len(switch) == 2 else None,
-        notes=_tuple(raw, "notes"), unsupported=str(raw["unsupported"]) if raw.get("unsupported") else None)
+        notes=_tuple(raw, "notes"), approve=_tuple(raw, "approve"),
+        unsupported=str(raw["unsupported"]) if raw.get("unsupported") else None)
 
 
 def _provider(name: str, raw: dict[str, Any]) -> Provider:
