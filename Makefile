@@ -33,9 +33,12 @@ demo: $(VENV)/.runtime
 # The suite starts the executables thousands of times: with PYTHONDONTWRITEBYTECODE set (as on these machines)
 # each start would compile src/majordomus again, ~30 ms for a CLI command and ~100 ms for majordomus-mcp.
 # compileall writes the bytecode once (into the ignored __pycache__/); a stale one is simply recompiled.
+# pytest runs with bytecode writing on (an empty PYTHONDONTWRITEBYTECODE): else each worker rewrote the asserts
+# of every test module again at collection (~2.5 CPU-s a worker); the rewritten modules stay in __pycache__/ too.
+WRITE_BYTECODE := PYTHONDONTWRITEBYTECODE=
 test: $(VENV)/.dev
 	$(BIN)/python -m compileall -q src/majordomus
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
+	$(WRITE_BYTECODE) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench
@@ -55,7 +58,8 @@ test-python-%:
 	echo "== Python $* ($$py)"; \
 	start=$$(date +%s); \
 	.venv-$*/bin/python -m compileall -q src/majordomus; \
-	PATH="$(CURDIR)/.venv-$*/bin:$$PATH" .venv-$*/bin/python -m pytest -n $(TEST_WORKERS) --dist worksteal; rc=$$?; \
+	$(WRITE_BYTECODE) PATH="$(CURDIR)/.venv-$*/bin:$$PATH" .venv-$*/bin/python -m pytest -n $(TEST_WORKERS) --dist worksteal; \
+	rc=$$?; \
 	echo "== Python $*: the suite took $$(( $$(date +%s) - start )) s, pytest exited $$rc"; \
 	exit $$rc
 

@@ -18,6 +18,12 @@ MAJORDOMUS_MCP = BIN_DIR / "majordomus-mcp"
 RunMajordomus = Callable[..., subprocess.CompletedProcess]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first (otherwise in collection order): with xdist a stress test of 15 s that starts last
+    keeps one worker busy while the others have nothing left to do. Every test is order-independent."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """No test reads or writes the developer's own HOME or git configuration."""

@@ -19,7 +19,7 @@ import pytest
 from mcp_support import MAJORDOMUS_MCP, McpProcess, initialize
 
 NPX = shutil.which("npx")
-pytestmark = pytest.mark.skipif(NPX is None, reason="npx is not installed")
+pytestmark = [pytest.mark.skipif(NPX is None, reason="npx is not installed"), pytest.mark.network, pytest.mark.slow]
 # The tests point HOME into tmp_path; keep npm's cache where it survives between tests and runs.
 NPM_CACHE = os.environ.get("npm_config_cache") or str(Path(os.path.expanduser("~")) / ".npm")
 INSPECTOR = "@modelcontextprotocol/inspector"
