@@ -11,8 +11,15 @@ import re
 
 import pytest
 
-from real_clients.known import CLAUDE_HEADLESS, CODEX_DEPRECATED, CODEX_HEADLESS, GEMINI_PRECOMPRESS, LAST_EVENT
-from real_clients.known import each_client, known
+from real_clients.known import (
+    CLAUDE_HEADLESS,
+    CODEX_DEPRECATED,
+    CODEX_HEADLESS,
+    GEMINI_PRECOMPRESS,
+    LAST_EVENT,
+    each_client,
+    known,
+)
 from real_clients.scenarios import Scenarios
 from real_clients.world import model_texts
 

@@ -172,10 +172,10 @@ class World:
                started: float, timeout: float) -> Ran:
         try:
             returncode = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired as exc:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
-            raise ClientFailed(f"{argv[0]} did not finish within {timeout:.0f} s: {err.read_text()[-900:]!r}")
+            raise ClientFailed(f"{argv[0]} did not finish within {timeout:.0f} s: {err.read_text()[-900:]!r}") from exc
         seconds = time.monotonic() - started
         left = self.settle(process.pid)
         return Ran(argv, returncode, out.read_text(errors="replace"), err.read_text(errors="replace"), seconds,
