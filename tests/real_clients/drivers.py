@@ -50,6 +50,10 @@ class Driver:
     def review(self, executable: str, repo: Path, env: dict[str, str]) -> None:
         """Approve what the client asks a person to approve once the project is wired (Codex: its hooks)."""
 
+    def paced(self, hook_file: bytes) -> bytes | None:
+        """The hook file with the client's hooks put in the order the scenario relies on, or None as it is."""
+        return None
+
 
 class ClaudeCode(Driver):
     KEY = "sk-ant-api03-fake0000000000000000000000000000000000000000000000000000000000000000"
@@ -202,6 +206,9 @@ class Gemini(Driver):
 
 
 COPILOT_RESUME = re.compile(r"copilot --resume=([0-9a-f-]+)")
+# Wait (at most 5 s) until the SessionStart hook has written an open episode, then run majordomus's prompt hook.
+PROMPT_AFTER_START = ("for _ in $(seq 100); do ls .ai/local/state/sessions-open/*.yaml >/dev/null 2>&1 && break; "
+                      "sleep 0.05; done; ")
 
 
 class Copilot(Driver):
@@ -211,6 +218,17 @@ class Copilot(Driver):
         # Copilot 1.0.102 reads trustedFolders from config.json; in settings.json it logs "Ignoring unknown
         # top-level key(s) ... trustedFolders" and loads no repository hooks in -p.
         (copilot / "config.json").write_text(json.dumps({"trustedFolders": [str(repo)]}))
+
+    def paced(self, hook_file: bytes) -> bytes | None:
+        """Copilot starts SessionStart and UserPromptSubmit at the same moment (issue 8 item 3), so a sitting
+        that is not about that race would link its prompt or not by luck. Its prompt hook waits for the start
+        hook's open file, the order the other three clients keep by themselves; test_copilot_race.py holds the
+        race, and the wiring install wrote is put back after every run, before anything reads status."""
+        doc = json.loads(hook_file)
+        for handler in doc["hooks"]["UserPromptSubmit"]:
+            if "majordomus" in handler["bash"]:
+                handler["bash"] = PROMPT_AFTER_START + handler["bash"]
+        return json.dumps(doc, indent=2).encode()
 
     def env(self, home: Path, api_url: str) -> dict[str, str]:
         return {"COPILOT_PROVIDER_BASE_URL": f"{api_url}/v1", "COPILOT_PROVIDER_TYPE": "openai",

@@ -34,6 +34,7 @@ VERSION_LINES: dict[str, str] = {
 }
 CACHE = Path(sys.prefix) / "clients"
 STAMP = "pins.json"
+NPM_CACHE = ".npm-cache"  # inside the staging folder, removed once the install is in place
 # npm's words for "the network did not answer", as opposed to the registry answering no
 UNREACHABLE = re.compile(r"\b(ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|EHOSTUNREACH|"
                          r"ESOCKETTIMEDOUT|UNABLE_TO_GET_ISSUER_CERT_LOCALLY|SELF_SIGNED_CERT_IN_CHAIN)\b")
@@ -85,8 +86,9 @@ def npm() -> str:
 
 
 def run_npm(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    # npm's own cache and logs stay inside the folder being installed, never in ~/.npm
     env = {**os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false",
-           "npm_config_audit": "false"}
+           "npm_config_audit": "false", "npm_config_cache": str(cwd / NPM_CACHE)}
     try:
         return subprocess.run([npm(), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
                               env=env, check=False)
@@ -111,19 +113,24 @@ def install(cache: Path) -> None:
     staging = cache.with_name(f"{cache.name}.partial-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
-    reach_registry(staging)
-    manifest = {"name": "majordomus-real-clients", "private": True, "version": "0.0.0",
-                "dependencies": dict(PINS)}
-    (staging / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    # --ignore-scripts: the packages ship their binaries; no install script may fetch anything else
-    done = run_npm(["install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"], staging,
-                   timeout=900)
-    if done.returncode != 0:
-        code = UNREACHABLE.search(done.stderr)
-        if code:
-            raise RegistryUnreachable(f"the npm registry cannot be reached (npm install says {code.group(1)})")
-        raise InstallFailed(f"npm install of the pinned clients failed: {tail(done.stderr)}")
-    link_claude_binary(staging)
+    try:
+        reach_registry(staging)
+        manifest = {"name": "majordomus-real-clients", "private": True, "version": "0.0.0",
+                    "dependencies": dict(PINS)}
+        (staging / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        # --ignore-scripts: the packages ship their binaries; no install script may fetch anything else
+        done = run_npm(["install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"], staging,
+                       timeout=900)
+        if done.returncode != 0:
+            code = UNREACHABLE.search(done.stderr)
+            if code:
+                raise RegistryUnreachable(f"the npm registry cannot be reached (npm install says {code.group(1)})")
+            raise InstallFailed(f"npm install of the pinned clients failed: {tail(done.stderr)}")
+        link_claude_binary(staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # a failed install leaves no half folder
+        raise
+    shutil.rmtree(staging / NPM_CACHE, ignore_errors=True)
     (staging / STAMP).write_text(json.dumps(PINS) + "\n")
     shutil.rmtree(cache, ignore_errors=True)
     staging.rename(cache)

@@ -143,6 +143,7 @@ def copilot_race(world: World) -> Race:
         if "majordomus" in handler["bash"]:
             handler["bash"] = COPILOT_START_DELAY + handler["bash"]
     hook_file.write_text(json.dumps(doc, indent=2))
+    world.pace = False  # this sitting is the race
     world.api.script = Text()
     prompt = "Sum up README.md in one line."
     try:

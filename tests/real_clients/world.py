@@ -104,6 +104,8 @@ class World:
         for folder in (self.repo, self.home, self.tmp, self.logs):
             folder.mkdir(parents=True, exist_ok=True)
         self.credential = fake_credential()
+        self.wiring = b""  # the hook file as install wrote it, put back after every run
+        self.pace = True  # the driver may order the client's hooks for a run (Copilot); see Driver.paced
         self.api = FakeApi().start()
         self.runs = 0
         self.make_repository()
@@ -159,6 +161,10 @@ class World:
 
     def start(self, argv: list[str]) -> tuple[subprocess.Popen[bytes], Path, Path, int]:
         self.runs += 1
+        self.wiring = (self.repo / self.driver.hook_file).read_bytes()
+        paced = self.driver.paced(self.wiring) if self.pace else None
+        if paced is not None:
+            (self.repo / self.driver.hook_file).write_bytes(paced)
         out = self.logs / f"run{self.runs}.stdout"
         err = self.logs / f"run{self.runs}.stderr"
         with out.open("wb") as stdout, err.open("wb") as stderr:
@@ -170,6 +176,13 @@ class World:
 
     def finish(self, argv: list[str], process: subprocess.Popen[bytes], out: Path, err: Path, first: int,
                started: float, timeout: float) -> Ran:
+        try:
+            return self.wait_for(argv, process, out, err, first, started, timeout)
+        finally:
+            (self.repo / self.driver.hook_file).write_bytes(self.wiring)  # the wiring install wrote, as it was
+
+    def wait_for(self, argv: list[str], process: subprocess.Popen[bytes], out: Path, err: Path, first: int,
+                 started: float, timeout: float) -> Ran:
         try:
             returncode = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired as exc:
@@ -221,6 +234,7 @@ class World:
         except ClientFailed:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
+            (self.repo / self.driver.hook_file).write_bytes(self.wiring)
             raise
         if process.poll() is not None:
             raise ClientFailed(f"{argv[0]} exited by itself mid-answer ({process.returncode})")
