@@ -169,13 +169,14 @@ class Scenarios:
         self.failed: dict[tuple[str, str], BaseException] = {}
         self.worlds: list[World] = []
 
-    def get(self, client: str, name: str) -> object:
-        key = (client, name)
+    def get(self, client: str, name: str, copy: int = 0) -> object:
+        """`copy` > 0: the same scenario again, in a world of its own (for what a single run shows by chance)."""
+        key = (client, name if not copy else f"{name}-{copy}")
         if key in self.failed:
             raise self.failed[key]
         if key not in self.done:
             try:
-                world = World(self.base / f"{client}-{name}", DRIVERS[client], self.installed,
+                world = World(self.base / f"{client}-{key[1]}", DRIVERS[client], self.installed,
                               reviewed=name != "untrusted")
                 self.worlds.append(world)
                 self.done[key] = SCENARIOS[name](world)
@@ -195,8 +196,8 @@ class Scenarios:
     def killed(self, client: str) -> Killed:
         return self.typed(client, "killed", Killed)
 
-    def mcp(self, client: str) -> Mcp:
-        return self.typed(client, "mcp", Mcp)
+    def mcp(self, client: str, copy: int = 0) -> Mcp:
+        return self.typed(client, "mcp", Mcp, copy)
 
     def untrusted(self, client: str) -> Untrusted:
         return self.typed(client, "untrusted", Untrusted)
@@ -204,8 +205,8 @@ class Scenarios:
     def copilot_race(self) -> Race:
         return self.typed("copilot", "copilot-race", Race)
 
-    def typed(self, client: str, name: str, kind: type[T]) -> T:
-        found = self.get(client, name)
+    def typed(self, client: str, name: str, kind: type[T], copy: int = 0) -> T:
+        found = self.get(client, name, copy)
         if not isinstance(found, kind):
             raise ClientFailed(f"{client} {name} gave a {type(found).__name__}, not a {kind.__name__}")
         return found

@@ -13,9 +13,17 @@ import os
 import pytest
 
 from real_clients.known import COPILOT_SIGKILL, TWO_EPISODES, each_client
-from real_clients.scenarios import Scenarios
+from real_clients.scenarios import Mcp, Scenarios
 
 EVERY_CLIENT = {"claude_code": TWO_EPISODES, "codex": TWO_EPISODES, "gemini": TWO_EPISODES, "copilot": TWO_EPISODES}
+# Copilot's SIGKILL lands before the server's SIGTERM work in about 7 of 8 sittings; three sittings in a row
+# all beating it happens about once in 500, so the strict xfail below holds (and holds nothing up once fixed).
+COPILOT_SITTINGS = 3
+
+
+def mcp_sittings(scenarios: Scenarios, client: str) -> list[Mcp]:
+    copies = COPILOT_SITTINGS if client == "copilot" else 1
+    return [scenarios.mcp(client, copy) for copy in range(copies)]
 
 
 def is_alive(pid: object) -> bool:
@@ -46,16 +54,16 @@ def test_the_attach_answer_names_the_sittings_hook_episode(scenarios: Scenarios,
 
 @pytest.mark.parametrize("client", each_client(copilot=COPILOT_SIGKILL))
 def test_no_episode_is_left_held_by_a_server_that_is_gone(scenarios: Scenarios, client: str) -> None:
-    run = scenarios.mcp(client)
-    held = [(o["session_id"], o.get("held_by"), o.get("detached_at")) for o in run.world.open_files()
+    opened = [o for run in mcp_sittings(scenarios, client) for o in run.world.open_files()]
+    held = [(o["session_id"], o.get("held_by")) for o in opened
             if o.get("held_by") is not None and not is_alive(o.get("held_by"))]
     assert held == []
-    undetached = [o["session_id"] for o in run.world.open_files()
+    undetached = [o["session_id"] for o in opened
                   if o["provider"] == "generic" and not o.get("detached_at") and not is_alive(o.get("held_by"))]
     assert undetached == []
 
 
 @pytest.mark.parametrize("client", each_client(copilot=COPILOT_SIGKILL))
 def test_doctor_finds_nothing_to_warn_about_after_an_mcp_sitting(scenarios: Scenarios, client: str) -> None:
-    run = scenarios.mcp(client)
-    assert [f for f in run.world.doctor() if f["level"] in ("WARN", "FAIL")] == []
+    findings = [f for run in mcp_sittings(scenarios, client) for f in run.world.doctor()]
+    assert [f for f in findings if f["level"] in ("WARN", "FAIL")] == []
