@@ -1,5 +1,7 @@
 # The two commands that matter: `make demo` (a real episode end to end) and `make test` (the suite).
 # Before a merge: `make lint` (ruff, mypy --strict) and `make test-all-pythons` (the suite on 3.12 and 3.13).
+# `make test-clients`: Claude Code, Codex, Gemini CLI and Copilot CLI, pinned, from npm (cached in .venv/clients),
+# run for real against a fake model API; minutes, so `make test` leaves tests/real_clients out.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -13,7 +15,7 @@ PYENV_ROOT_DIR = $(shell pyenv root 2>/dev/null || echo "$${PYENV_ROOT:-$$HOME/.
 # pyenv's newest build of a minor version, else pythonX.Y on PATH if it really runs (a pyenv shim may not)
 find_python = $(or $(shell ls -d $(PYENV_ROOT_DIR)/versions/$(1).*/bin/python$(1) 2>/dev/null | sort -V | tail -n 1),$(shell python$(1) -c pass >/dev/null 2>&1 && command -v python$(1)))
 
-.PHONY: demo test lint test-all-pythons bench docs clean-venv
+.PHONY: demo test test-clients lint test-all-pythons bench docs clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +41,12 @@ WRITE_BYTECODE := PYTHONDONTWRITEBYTECODE=
 test: $(VENV)/.dev
 	$(BIN)/python -m compileall -q src/majordomus
 	$(WRITE_BYTECODE) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
+
+test-clients: $(VENV)/.dev
+	@start=$$(date +%s); \
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest tests/real_clients -rxXs; rc=$$?; \
+	echo "== test-clients took $$(( $$(date +%s) - start )) s, pytest exited $$rc"; \
+	exit $$rc
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench

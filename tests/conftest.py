@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 BIN_DIR = Path(sys.executable).parent
+REAL_CLIENTS = Path(__file__).parent / "real_clients"
 MAJORDOMUS = BIN_DIR / "majordomus"
 MAJORDOMUS_MCP = BIN_DIR / "majordomus-mcp"
 
@@ -22,6 +23,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slow tests first (otherwise in collection order): with xdist a stress test of 15 s that starts last
     keeps one worker busy while the others have nothing left to do. Every test is order-independent."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """tests/real_clients (the four npm clients, minutes of real runs) only when named, as `make test-clients`
+    does: a plain `pytest` or `make test` stays fast."""
+    if collection_path != REAL_CLIENTS:
+        return None
+    here = Path(config.invocation_params.dir)
+    named = [(here / arg.split("::")[0]).resolve() for arg in config.args]
+    return None if any(path.is_relative_to(REAL_CLIENTS) for path in named) else True
 
 
 @pytest.fixture(autouse=True)

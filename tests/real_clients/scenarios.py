@@ -1,0 +1,212 @@
+"""The sittings each client is put through, run once per test session and shared by the tests that read them.
+
+- headless: a prompt holding a credential, the client's normal headless run, then a resumed second run;
+- killed: the fake API stalls mid-answer and the client's process group gets SIGTERM;
+- mcp: the model calls the client's own name for `majordomus_session_attach`;
+- untrusted: the project wired but the client's trust not given (Codex hook review, Gemini folder trust);
+- copilot race: Copilot with its SessionStart hook slowed by 1.5 s, as on a slow repository.
+
+Each checks only what the client itself must have done (exited as it should, asked the model, made the tool
+call); what majordomus recorded is for the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from real_clients.drivers import DRIVERS
+from real_clients.fake_api import ANSWER, Stall, Text, ToolCall
+from real_clients.pinned import Installed
+from real_clients.world import ClientFailed, Episode, Ran, World, model_texts
+
+COPILOT_START_DELAY = "sleep 1.5; "
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Sitting:
+    prompt: str
+    ran: Ran
+    new_episodes: list[Episode]  # episodes (closed or open) that appeared during this run
+
+    def hook_episodes(self, provider: str) -> list[Episode]:
+        return [e for e in self.new_episodes if e.provider == provider]
+
+
+def sit(world: World, prompt: str, argv: list[str], runner: Callable[[list[str]], Ran] | None = None) -> Sitting:
+    before = {e.session_id for e in world.episodes()}
+    ran = (runner or world.run)(argv)
+    return Sitting(prompt, ran, [e for e in world.episodes() if e.session_id not in before])
+
+
+def require_model_saw(sitting: Sitting, text: str) -> None:
+    if not any(text in s for s in model_texts(sitting.ran.requests)):
+        raise ClientFailed(f"the fake model API never received {text[:40]!r}: {sitting.ran.describe()}")
+
+
+@dataclass(frozen=True)
+class Headless:
+    world: World
+    first: Sitting
+    second: Sitting
+
+
+def headless(world: World) -> Headless:
+    driver = world.driver
+    world.api.script = Text()
+    prompt = f"Read README.md and sum it up in one line. The deploy token is {world.credential}, keep it out of it."
+    first = sit(world, prompt, driver.headless(prompt))
+    require_model_saw(first, world.credential)
+    if ANSWER not in first.ran.stdout:
+        raise ClientFailed(f"the answer never reached stdout: {first.ran.describe()}")
+    again = "Now say the same in fewer words."
+    second = sit(world, again, driver.resume(again, first.ran.stdout, first.ran.stderr))
+    require_model_saw(second, again)
+    return Headless(world, first, second)
+
+
+@dataclass(frozen=True)
+class Killed:
+    world: World
+    sitting: Sitting
+
+
+def killed(world: World) -> Killed:
+    world.api.script = Stall()
+    prompt = "Explain README.md line by line, slowly."
+    sitting = sit(world, prompt, world.driver.headless(prompt), runner=world.run_killed_mid_answer)
+    return Killed(world, sitting)
+
+
+@dataclass(frozen=True)
+class Mcp:
+    world: World
+    sitting: Sitting
+    external_id: str
+    answer: str  # the attach tool's result, as the client handed it back to the model
+
+
+def mcp(world: World) -> Mcp:
+    driver = world.driver
+    external_id = f"{driver.provider}-sitting-{secrets.token_hex(4)}"
+    calls = driver.attach_calls(external_id)
+    world.api.script = ToolCall(calls)
+    prompt = "Record this sitting in the repository, as the majordomus server asks."
+    sitting = sit(world, prompt, driver.with_mcp(prompt))
+    wanted = [call.wanted for call in calls]
+    if world.api.tool_calls_sent != wanted:
+        raise ClientFailed(f"the model could not call {wanted}: sent {world.api.tool_calls_sent}, the client "
+                           f"offered {sorted(world.api.offered())}; {sitting.ran.describe()}")
+    answers = [s for s in model_texts(sitting.ran.requests) if external_id in s and "repository" in s]
+    if not answers:
+        raise ClientFailed(f"no attach result came back to the model for {external_id}: {sitting.ran.describe()}")
+    return Mcp(world, sitting, external_id, answers[0])
+
+
+@dataclass(frozen=True)
+class Untrusted:
+    world: World
+    status: list[dict[str, object]]  # capture status before the run
+    sitting: Sitting
+
+
+def untrusted(world: World) -> Untrusted:
+    """The project wired, the client's own trust not given: read status, then run the client once."""
+    if world.driver.provider == "gemini":
+        (world.home / ".gemini" / "trustedFolders.json").unlink()
+    status = world.status_rows()
+    world.api.script = Text()
+    prompt = "Sum up README.md in one line."
+    return Untrusted(world, status, sit(world, prompt, world.driver.headless(prompt),
+                                        runner=lambda argv: world.run(argv, check=False)))
+
+
+@dataclass(frozen=True)
+class Race:
+    world: World
+    sitting: Sitting
+    reconciled: str
+
+
+def copilot_race(world: World) -> Race:
+    """Copilot starts SessionStart and UserPromptSubmit at once; a start slowed by 1.5 s (a slow disk, a big
+    repository) lets the prompt hook finish first. The wiring is restored before anything is read."""
+    hook_file = world.repo / world.driver.hook_file
+    original = hook_file.read_bytes()
+    doc = json.loads(original)
+    for handler in doc["hooks"]["SessionStart"]:
+        if "majordomus" in handler["bash"]:
+            handler["bash"] = COPILOT_START_DELAY + handler["bash"]
+    hook_file.write_text(json.dumps(doc, indent=2))
+    world.pace = False  # this sitting is the race
+    world.api.script = Text()
+    prompt = "Sum up README.md in one line."
+    try:
+        sitting = sit(world, prompt, world.driver.headless(prompt))
+    finally:
+        hook_file.write_bytes(original)
+    reconciled = world.check_majordomus("capture", "reconcile").stdout
+    return Race(world, sitting, reconciled)
+
+
+SCENARIOS: dict[str, Callable[[World], object]] = {
+    "headless": headless, "killed": killed, "mcp": mcp, "untrusted": untrusted, "copilot-race": copilot_race,
+}
+
+
+class Scenarios:
+    """Runs each (client, scenario) once, in its own world, the first time a test asks; remembers a failure."""
+
+    def __init__(self, base: Path, installed: Installed) -> None:
+        self.base = base
+        self.installed = installed
+        self.done: dict[tuple[str, str], object] = {}
+        self.failed: dict[tuple[str, str], BaseException] = {}
+        self.worlds: list[World] = []
+
+    def get(self, client: str, name: str, copy: int = 0) -> object:
+        """`copy` > 0: the same scenario again, in a world of its own (for what a single run shows by chance)."""
+        key = (client, name if not copy else f"{name}-{copy}")
+        if key in self.failed:
+            raise self.failed[key]
+        if key not in self.done:
+            try:
+                world = World(self.base / f"{client}-{key[1]}", DRIVERS[client], self.installed,
+                              reviewed=name != "untrusted")
+                self.worlds.append(world)
+                self.done[key] = SCENARIOS[name](world)
+            except Exception as exc:  # noqa: BLE001 - remembered and raised again for every test that asks
+                failure = exc if isinstance(exc, ClientFailed) else ClientFailed(f"{client} {name}: {exc!r}")
+                self.failed[key] = failure
+                raise failure from exc
+        return self.done[key]
+
+    def close(self) -> None:
+        for world in self.worlds:
+            world.close()
+
+    def headless(self, client: str) -> Headless:
+        return self.typed(client, "headless", Headless)
+
+    def killed(self, client: str) -> Killed:
+        return self.typed(client, "killed", Killed)
+
+    def mcp(self, client: str, copy: int = 0) -> Mcp:
+        return self.typed(client, "mcp", Mcp, copy)
+
+    def untrusted(self, client: str) -> Untrusted:
+        return self.typed(client, "untrusted", Untrusted)
+
+    def copilot_race(self) -> Race:
+        return self.typed("copilot", "copilot-race", Race)
+
+    def typed(self, client: str, name: str, kind: type[T], copy: int = 0) -> T:
+        found = self.get(client, name, copy)
+        if not isinstance(found, kind):
+            raise ClientFailed(f"{client} {name} gave a {type(found).__name__}, not a {kind.__name__}")
+        return found

@@ -1,0 +1,69 @@
+"""The MCP attach path through each real client's own tool call, with its hooks wired too (as install does).
+
+1. A headless run whose model calls the client's name for `majordomus_session_attach` (Claude Code first
+loads the deferred tool through ToolSearch); 2. the client runs the project's `majordomus-mcp`, which answers;
+3. the sitting ends. Then: one episode for the sitting, an attach answer that names it, and nothing left held
+by a process that is gone.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from real_clients.known import COPILOT_SIGKILL, TWO_EPISODES, each_client
+from real_clients.scenarios import Mcp, Scenarios
+
+EVERY_CLIENT = {"claude_code": TWO_EPISODES, "codex": TWO_EPISODES, "gemini": TWO_EPISODES, "copilot": TWO_EPISODES}
+# Copilot's SIGKILL lands before the server's SIGTERM work in about 7 of 8 sittings; three sittings in a row
+# all beating it happens about once in 500, so the strict xfail below holds (and holds nothing up once fixed).
+COPILOT_SITTINGS = 3
+
+
+def mcp_sittings(scenarios: Scenarios, client: str) -> list[Mcp]:
+    copies = COPILOT_SITTINGS if client == "copilot" else 1
+    return [scenarios.mcp(client, copy) for copy in range(copies)]
+
+
+def is_alive(pid: object) -> bool:
+    if not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@pytest.mark.parametrize("client", each_client(**EVERY_CLIENT))
+def test_a_sitting_that_attaches_through_mcp_is_still_one_episode(scenarios: Scenarios, client: str) -> None:
+    run = scenarios.mcp(client)
+    assert [e.provider for e in run.sitting.new_episodes] == [client], run.sitting.new_episodes
+
+
+@pytest.mark.parametrize("client", each_client(**EVERY_CLIENT))
+def test_the_attach_answer_names_the_sittings_hook_episode(scenarios: Scenarios, client: str) -> None:
+    run = scenarios.mcp(client)
+    hook_episodes = run.sitting.hook_episodes(client)
+    assert len(hook_episodes) == 1, run.sitting.new_episodes
+    assert hook_episodes[0].session_id in run.answer, run.answer
+
+
+@pytest.mark.parametrize("client", each_client(copilot=COPILOT_SIGKILL))
+def test_no_episode_is_left_held_by_a_server_that_is_gone(scenarios: Scenarios, client: str) -> None:
+    opened = [o for run in mcp_sittings(scenarios, client) for o in run.world.open_files()]
+    held = [(o["session_id"], o.get("held_by")) for o in opened
+            if o.get("held_by") is not None and not is_alive(o.get("held_by"))]
+    assert held == []
+    undetached = [o["session_id"] for o in opened
+                  if o["provider"] == "generic" and not o.get("detached_at") and not is_alive(o.get("held_by"))]
+    assert undetached == []
+
+
+@pytest.mark.parametrize("client", each_client(copilot=COPILOT_SIGKILL))
+def test_doctor_finds_nothing_to_warn_about_after_an_mcp_sitting(scenarios: Scenarios, client: str) -> None:
+    findings = [f for run in mcp_sittings(scenarios, client) for f in run.world.doctor()]
+    assert [f for f in findings if f["level"] in ("WARN", "FAIL")] == []
