@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -16,6 +17,12 @@ MAJORDOMUS = BIN_DIR / "majordomus"
 MAJORDOMUS_MCP = BIN_DIR / "majordomus-mcp"
 
 RunMajordomus = Callable[..., subprocess.CompletedProcess]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first (otherwise in collection order): with xdist a stress test of 15 s that starts last
+    keeps one worker busy while the others have nothing left to do. Every test is order-independent."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -62,10 +69,56 @@ def make_repo(path: Path, origin: str | None = None) -> Path:
     return path
 
 
+# The environment isolated_home gives a test, for the templates built once per session (per xdist worker).
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "Test Person", "GIT_AUTHOR_EMAIL": "test@example.invalid",
+           "GIT_COMMITTER_NAME": "Test Person", "GIT_COMMITTER_EMAIL": "test@example.invalid"}
+
+
+@pytest.fixture(scope="session")
+def repo_templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Built once per session (per xdist worker): a repository with one commit on `main`, and the same
+    after `majordomus init` with the layer committed. Nothing in either records its own absolute path
+    (repository_id and worktree_id are derived from the path when a command runs), so a copy is the
+    repository a test would have built in place."""
+    base = tmp_path_factory.mktemp("templates")
+    home = base / "home"
+    home.mkdir()
+    env = {**os.environ, **GIT_ENV, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+           "PATH": f"{BIN_DIR}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for name in ("MAJORDOMUS_SESSION_DRY_RUN", "CLAUDE_CODE_SESSION_ID", "MAJORDOMUS_PROVIDER_SESSION", "GIT_DIR",
+                 "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        env.pop(name, None)
+
+    def run(cwd: Path, *argv: str) -> None:
+        subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, check=True, timeout=60)
+
+    plain = base / "plain" / "repo"
+    plain.mkdir(parents=True)
+    run(plain, "git", "init", "-q", "-b", "main")
+    (plain / "README.md").write_text("a repository for a test\n")
+    run(plain, "git", "add", "README.md")
+    run(plain, "git", "commit", "-q", "-m", "first commit")
+    initialised = base / "initialised" / "repo"
+    shutil.copytree(plain, initialised, symlinks=True)
+    run(initialised, "git", "update-index", "-q", "--refresh")
+    run(initialised, str(MAJORDOMUS), "init")
+    run(initialised, "git", "add", "-A")
+    run(initialised, "git", "commit", "-q", "-m", "majordomus layer")
+    return {"plain": plain, "initialised": initialised}
+
+
+def copy_repo(template: Path, path: Path) -> Path:
+    """A copy of a template repository at `path`, modes exact (the layer's 0700/0600 private files), its index
+    refreshed: the copy's files have new inodes and ctimes, and a fresh index is what building in place leaves."""
+    shutil.copytree(template, path, symlinks=True)
+    git(path, "update-index", "-q", "--refresh")
+    return path
+
+
 @pytest.fixture
-def git_repo(tmp_path: Path) -> Path:
-    """A real repository with one commit on `main`."""
-    return make_repo(tmp_path / "repo")
+def git_repo(tmp_path: Path, repo_templates: dict[str, Path]) -> Path:
+    """A real repository with one commit on `main` (a copy of the session's template)."""
+    return copy_repo(repo_templates["plain"], tmp_path / "repo")
 
 
 @pytest.fixture
@@ -82,10 +135,7 @@ def run_majordomus() -> RunMajordomus:
 
 
 @pytest.fixture
-def initialised_repo(git_repo: Path, run_majordomus: RunMajordomus) -> Path:
-    """A repository after `majordomus init`, with the layer committed."""
-    done = run_majordomus("init", cwd=git_repo)
-    assert done.returncode == 0, done.stderr
-    git(git_repo, "add", "-A")
-    git(git_repo, "commit", "-q", "-m", "majordomus layer")
-    return git_repo
+def initialised_repo(tmp_path: Path, repo_templates: dict[str, Path]) -> Path:
+    """A repository after `majordomus init`, with the layer committed (a copy of the session's template).
+    It is at the same path as git_repo: a test takes one or the other."""
+    return copy_repo(repo_templates["initialised"], tmp_path / "repo")

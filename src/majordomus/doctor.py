@@ -244,7 +244,9 @@ def check_lease(layout: Layout) -> list[Finding]:
         return [Finding("WARN", "server", rel, "is empty or corrupt; the next majordomus-mcp takes it over")]
     pid = lease.pid
     if not is_live_majordomus(pid):
-        return [Finding("WARN", "server", rel, f"names pid {pid}, which is not a running majordomus (a killed "
+        # nothing for a person to do: the next start takes a dead server's lease over (a client that SIGKILLs
+        # its server right after SIGTERM leaves one behind in an ordinary exit)
+        return [Finding("INFO", "server", rel, f"names pid {pid}, which is not a running majordomus (a killed "
                                                "server); the next majordomus-mcp takes it over, and its "
                                                "connection episodes are recover's after the grace")]
     return [Finding("OK", "server", rel, f"shared server pid {pid} at {lease.url or '(binding)'}")]

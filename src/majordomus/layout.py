@@ -135,8 +135,11 @@ def temp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
 
 
-def write_atomic(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> None:
-    """Write a temp file beside `path`, fsync, rename: a reader sees the old bytes or the new, never half."""
+def write_atomic(path: Path, data: bytes, mode: int = PRIVATE_FILE, *, sync: bool = True) -> None:
+    """Write a temp file beside `path`, fsync, rename: a reader sees the old bytes or the new, never half.
+
+    `sync=False` skips the fsync where the threat is the writer's own death, not the machine's (a server that
+    is SIGKILLed milliseconds after SIGTERM): the rename is then as atomic, and the page cache outlives us."""
     refuse_symlink(path)
     tmp = temp_name(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
@@ -146,7 +149,8 @@ def write_atomic(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> None:
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         _unlink_quietly(tmp)

@@ -108,7 +108,7 @@ def test_every_declared_prompt_adapter_archives_its_clients_payload(initialised_
     assert capture_log(initialised_repo) == ""
 
 
-def test_admission_failures_exit_12(initialised_repo: Path, git_repo: Path, run_majordomus, tmp_path: Path) -> None:
+def test_admission_failures_exit_12(initialised_repo: Path, run_majordomus, tmp_path: Path) -> None:
     body = {"session_id": "s", "prompt": "x"}
     unknown = prompt(run_majordomus, initialised_repo, body, provider="nope")
     assert unknown.returncode == 12 and b"unknown provider 'nope'" in unknown.stderr
@@ -271,3 +271,24 @@ def test_the_prompt_hook_imports_the_standard_library_only(initialised_repo: Pat
     heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
     assert heavy == []
     assert not any(m.startswith(("majordomus.mcp", "majordomus.capabilities")) for m in loaded)
+
+
+def test_every_example_of_the_credential_table_is_redacted_by_the_executable(initialised_repo: Path,
+                                                                            run_majordomus) -> None:
+    table = json.loads((Path(__file__).parents[2] / "src/majordomus/archive/redact_rules.json").read_text())
+    texts, expected = [], []
+    for row in table["rules"]:
+        for example in row["examples"]:
+            texts.append(example["text"])
+            expected.append(example["text"].replace(example["secret"], f"[redacted:{row['name']}]", 1))
+    text = "Please keep these safe:\n\n" + "\n\n".join(texts)
+    done = prompt(run_majordomus, initialised_repo, {"session_id": "s", "prompt": text})
+    assert done.returncode == 0, done.stderr
+    (name, record), = records(initialised_repo).items()
+    assert record["text"] == "Please keep these safe:\n\n" + "\n\n".join(expected)
+    assert record["redacted"] == ",".join(sorted(row["name"] for row in table["rules"]))
+    for example in (e for row in table["rules"] for e in row["examples"]):
+        for path in (initialised_repo / ".ai").rglob("*"):
+            assert example["secret"] not in path.name
+            if path.is_file():
+                assert example["secret"] not in path.read_text(errors="replace"), path

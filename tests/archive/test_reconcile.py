@@ -11,6 +11,7 @@ import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -236,6 +237,7 @@ def histories(draw: st.DrawFn) -> dict:
     return {"sessions": sessions, "prompts": prompts}
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories())
 def test_reconcile_never_links_a_prompt_to_an_episode_that_did_not_contain_it(history: dict) -> None:

@@ -1,4 +1,5 @@
-"""capture/redact.py: the table's rows, true shapes in context, hard negatives, a corpus, linearity.
+"""archive/redact.py and redact_table.py: the table's rows and source, true shapes in context, hard negatives,
+a corpus, linearity.
 
 Every credential here is fake, built to the right shape from obviously made-up parts.
 """
@@ -9,12 +10,15 @@ import string
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import majordomus.archive.redact as redact_module
+import majordomus.archive.redact_table as redact_table
 from majordomus.archive.redact import Rule, load_rules, redact
 
 SRC = Path(redact_module.__file__).resolve().parents[2]
@@ -87,14 +91,101 @@ def test_the_table_covers_every_shape_the_spec_names_and_assignment_is_last() ->
     assert len(names) == len(set(names))
 
 
-def test_a_table_with_a_duplicate_name_is_refused() -> None:
-    with pytest.raises(ValueError, match="duplicate"):
-        redact_module._parse_rules("twin\ta\tsample\ntwin\tb\tsample\n")
+# -- the source and its compiler (redact_rules.yaml -> redact_rules.json) ----------------------------
+
+TABLE_ROWS = redact_table.compile_source(redact_table.YAML_PATH.read_text(encoding="utf-8"))["rules"]
+EXAMPLES = [pytest.param(row["name"], example, id=f"{row['name']}-{n}")
+            for row in TABLE_ROWS for n, example in enumerate(row["examples"])]
+NEAR_MISSES = [pytest.param(row["name"], text, id=f"{row['name']}-{n}")
+               for row in TABLE_ROWS for n, text in enumerate(row["near_misses"])]
 
 
-def test_a_row_without_three_fields_is_refused() -> None:
-    with pytest.raises(ValueError, match="name<TAB>pattern<TAB>sample"):
-        redact_module._parse_rules("# header\nlonely\tpattern\n")
+@pytest.mark.parametrize(("rule", "example"), EXAMPLES)
+def test_every_example_of_every_row_is_redacted_at_its_span(rule: str, example: dict[str, str]) -> None:
+    text, secret = example["text"], example["secret"]
+    expected = text.replace(secret, marker(rule), 1)
+    assert redact(text) == (expected, (rule,))
+
+
+@pytest.mark.parametrize(("rule", "text"), NEAR_MISSES)
+def test_every_near_miss_of_every_row_is_returned_untouched(rule: str, text: str) -> None:
+    assert redact(text) == (text, ())
+
+
+def test_every_row_has_an_example_and_a_near_miss() -> None:
+    assert all(row["examples"] and row["near_misses"] for row in TABLE_ROWS)
+
+
+def test_the_shipped_json_is_what_the_yaml_compiles_to() -> None:
+    shipped = redact_table.JSON_PATH.read_text(encoding="utf-8")
+    assert shipped == redact_table.json_text({"version": 1, "rules": TABLE_ROWS}), \
+        "redact_rules.json is stale: run python -m majordomus.archive.redact_table --write"
+    done = subprocess.run([sys.executable, "-m", "majordomus.archive.redact_table", "--check"], capture_output=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_assignment_rule_and_its_hint_are_generated_from_its_word_lists() -> None:
+    raw = yaml.safe_load(redact_table.YAML_PATH.read_text(encoding="utf-8"))
+    (row,) = [r for r in raw["rules"] if r["name"] == "assignment"]
+    words = row["words"]
+    (compiled,) = [r for r in TABLE_ROWS if r["name"] == "assignment"]
+    assert compiled["pattern"] == redact_table.assignment_pattern(words)
+    assert compiled["hints"] == [redact_table.assignment_hint(words)]
+    assert "pass(?:word|wd|phrase)?" in compiled["hints"][0] and "credentials?" in compiled["hints"][0]
+    for word in words["names"] + words["compounds"]:
+        assert redact(f'{word} = "Fake0Opaque1Value2ForTests3"')[1] == ("assignment",), word
+    for word, prefixes in words["not_secret"].items():
+        for prefix in prefixes:
+            text = f'{prefix}_{word} = "{OPAQUE}" and {prefix}{word.capitalize()}: {OPAQUE}'
+            assert redact(text) == (text, ()), text
+
+
+def _source_with(edit: Callable[[dict[str, Any]], None]) -> str:
+    raw = yaml.safe_load(redact_table.YAML_PATH.read_text(encoding="utf-8"))
+    edit(raw)
+    return yaml.safe_dump(raw, sort_keys=False, width=150, allow_unicode=True)
+
+
+def _duplicate(raw: dict[str, Any]) -> None:
+    raw["rules"].append(dict(raw["rules"][0]))
+
+
+def _no_examples(raw: dict[str, Any]) -> None:
+    del raw["rules"][1]["examples"]
+
+
+def _example_that_does_not_match(raw: dict[str, Any]) -> None:
+    raw["rules"][0]["examples"].append("sk-ant-short")
+
+
+def _near_miss_that_matches(raw: dict[str, Any]) -> None:
+    raw["rules"][0]["near_misses"].append(raw["rules"][0]["examples"][0])
+
+
+@pytest.mark.parametrize(("edit", "sentence"), [
+    (_duplicate, "rule 'anthropic-key' is a duplicate name; each rule name appears once"),
+    (_no_examples, "rule 'openrouter-key' has no examples; every rule needs at least one text it must redact"),
+    (_example_that_does_not_match, "rule 'anthropic-key': the example 'sk-ant-short' does not match its pattern"),
+    (_near_miss_that_matches, "rule 'anthropic-key': the near-miss 'sk-ant-api03-Fake0Key1"),
+])
+def test_a_malformed_source_is_refused_with_a_sentence(edit: Callable[[dict[str, Any]], None], sentence: str,
+                                                       tmp_path: Path) -> None:
+    source = _source_with(edit)
+    with pytest.raises(redact_table.TableError) as refused:
+        redact_table.compile_source(source)
+    assert str(refused.value).startswith(sentence)
+    broken = tmp_path / "redact_rules.yaml"
+    broken.write_text(source, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "majordomus.archive.redact_table", "--check", str(broken)],
+                          capture_output=True, text=True)
+    assert done.returncode == 10 and sentence in done.stderr
+
+
+def test_a_source_line_over_200_characters_is_refused() -> None:
+    source = redact_table.YAML_PATH.read_text(encoding="utf-8") + "# " + "x" * 199 + "\n"
+    assert max(len(line) for line in redact_table.YAML_PATH.read_text(encoding="utf-8").splitlines()) <= 200
+    with pytest.raises(redact_table.TableError, match=r"^line \d+ is 201 characters long; no line may exceed 200$"):
+        redact_table.compile_source(source)
 
 
 def test_importing_the_module_compiles_nothing_and_imports_only_the_stdlib() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from clients.samples import CONNECTION, INSTALLABLE, SAMPLES, UNINSTALLABLE, first_end, session_bytes
+from clients.samples import CONNECTION, DECLARED, INSTALLABLE, SAMPLES, UNINSTALLABLE, first_end, session_bytes
 from majordomus.clients.providers import Provider, get_provider
 from support import MAJORDOMUS, MAJORDOMUS_MCP, open_files, records
 
@@ -93,7 +93,7 @@ def test_install_merges_into_existing_files_and_keeps_every_foreign_entry(initia
         if rel.endswith(".toml"):
             before, after = tomllib.loads(data.decode()), tomllib.loads((initialised_repo / rel).read_text())
             assert after["model"] == "o3" and after["mcp_servers"]["other"] == before["mcp_servers"]["other"]
-            assert after["features"]["web_search"] is True and after["features"]["codex_hooks"] is True
+            assert after["features"] == {"web_search": True}  # no deprecated codex_hooks written
             assert "# a comment that must survive" in (initialised_repo / rel).read_text()
         elif rel != provider.config:
             after_doc = json.loads((initialised_repo / rel).read_text())
@@ -280,3 +280,44 @@ def test_a_codex_hooks_flag_a_person_switched_off_is_left_alone_and_said(initial
     text = path.read_bytes()
     assert tomllib.loads(text.decode())["features"] == {"codex_hooks": False}
     assert b"\r\n" in text and b"\n" not in text.replace(b"\r\n", b"")  # a CRLF file stays CRLF
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    (b"model = \"o3\"\n\n[features]\ncodex_hooks = true\n", {"model": "o3"}),
+    (b"[features]\ncodex_hooks = true\nweb_search = true\n", {"features": {"web_search": True}}),
+])
+def test_the_deprecated_codex_hooks_key_an_earlier_install_wrote_is_removed_and_said(
+        initialised_repo: Path, before: bytes, after: dict[str, object]) -> None:
+    path = initialised_repo / ".codex/config.toml"
+    path.parent.mkdir()
+    path.write_bytes(before)
+    done = install(initialised_repo, "codex")
+    assert done.returncode == 0, done.stderr
+    assert b"removed features.codex_hooks (deprecated" in done.stdout
+    found = tomllib.loads(path.read_text())
+    found.pop("mcp_servers")
+    assert found == after
+    again = install(initialised_repo, "codex")
+    assert again.returncode == 0 and b"codex_hooks" not in again.stdout
+    assert tomllib.loads(path.read_text()) == {**after, "mcp_servers": tomllib.loads(path.read_text())["mcp_servers"]}
+
+
+APPROVING = [n for n in INSTALLABLE if (row := DECLARED[n].install) is not None and row.approve]
+
+
+def test_every_client_with_a_consent_step_says_it() -> None:
+    assert {"claude-code", "codex", "gemini", "copilot"} <= set(APPROVING)
+
+
+@pytest.mark.parametrize("name", APPROVING)
+def test_install_says_what_the_person_must_approve_in_the_client_on_every_run(initialised_repo: Path,
+                                                                               name: str) -> None:
+    """Issue 8 (9): the client's consent is not a file majordomus can write, so install says it, each time."""
+    provider = DECLARED[name]
+    assert provider.install is not None
+    for _ in range(2):  # the first run writes, the second has nothing to change: both say it
+        done = install(initialised_repo, name)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.decode().splitlines()
+        for sentence in provider.install.approve:
+            assert f"approve in {provider.title}: {sentence}" in lines, lines

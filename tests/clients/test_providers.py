@@ -97,4 +97,4 @@ def test_a_session_event_may_name_several_client_events() -> None:
     raw["providers"]["claude-code"]["session"]["events"]["pause"] = "Pause"
     found = providers.problems(raw)
     assert "claude-code: session.events.start must name one client event or a list of them" in found
-    assert "claude-code: session.events.pause is not one of start, end, compact" in found
+    assert "claude-code: session.events.pause is not one of start, end, compact, turn" in found

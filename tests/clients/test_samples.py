@@ -20,6 +20,9 @@ def test_every_declared_provider_has_the_samples_its_rows_call_for(name: str) ->
     wanted = set()
     if has_session_row(p):
         wanted |= {"start", "end", "ends"}
+        row = p.session_row()
+        if row is not None and "turn" in row.events:
+            wanted.add("turn")
     if has_prompt_row(p):
         wanted |= {"prompt", "archived"}
     if is_installable(p):

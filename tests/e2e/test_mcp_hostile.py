@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -72,6 +73,7 @@ def check_frame(line: bytes) -> dict[str, Any]:
     return message
 
 
+@pytest.mark.slow
 def test_ten_thousand_generated_frames_never_crash_the_server(initialised_repo: Path) -> None:
     with McpProcess(initialised_repo, "--http-port", "0") as server:
         url = server.url()

@@ -5,10 +5,12 @@ Skipped only where `npx` is absent; where it is present the Inspector must run (
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +19,13 @@ import pytest
 from mcp_support import MAJORDOMUS_MCP, McpProcess, initialize
 
 NPX = shutil.which("npx")
-pytestmark = pytest.mark.skipif(NPX is None, reason="npx is not installed")
+pytestmark = [pytest.mark.skipif(NPX is None, reason="npx is not installed"), pytest.mark.network, pytest.mark.slow]
 # The tests point HOME into tmp_path; keep npm's cache where it survives between tests and runs.
 NPM_CACHE = os.environ.get("npm_config_cache") or str(Path(os.path.expanduser("~")) / ".npm")
 INSPECTOR = "@modelcontextprotocol/inspector"
 
 
+NPM_ENV = {"npm_config_cache": NPM_CACHE, "npm_config_update_notifier": "false"}
 NETWORK_TROUBLE = ("ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ECONNREFUSED", "ECONNRESET", "network")
 
 
@@ -32,22 +35,37 @@ def registry_reachable() -> None:
     network, not our server: skip and say so. Any other failure below fails the test."""
     try:
         done = subprocess.run(["npm", "view", INSPECTOR, "version"], capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "npm_config_cache": NPM_CACHE, "npm_config_update_notifier": "false"})
+                              env={**os.environ, **NPM_ENV})
     except (OSError, subprocess.TimeoutExpired) as exc:
         pytest.skip(f"the npm registry did not answer ({exc}); the Inspector cannot be fetched here")
     if done.returncode != 0 and any(word in done.stderr for word in NETWORK_TROUBLE):
         pytest.skip(f"the npm registry is unreachable: {done.stderr.strip().splitlines()[-1]}")
 
 
-def inspector(*args: str, cwd: Path) -> Any:
-    done = subprocess.run([str(NPX), "-y", INSPECTOR, "--cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=240, env={**os.environ, "npm_config_cache": NPM_CACHE, "npm_config_update_notifier":
-                                            "false"})
-    assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(done.stdout)
+@pytest.fixture(scope="module")
+def inspector(registry_reachable: None) -> Callable[..., Any]:
+    """Run the Inspector CLI: its `mcp-inspector` bin, as `npx -y @modelcontextprotocol/inspector` fetches (or finds
+    in its cache) and runs it, resolved once per module so that each call is that bin, not another `npm exec`.
+    npx installs into the shared npm cache, and two workers (or two checkouts' suites) resolving at once could race
+    there: the resolve holds an advisory lock on the npx executable itself (nothing is written for the lock)."""
+    assert NPX is not None
+    with open(os.path.realpath(NPX), "rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = subprocess.run([NPX, "-y", "-p", INSPECTOR, "-c", "command -v mcp-inspector"], capture_output=True,
+                               text=True, timeout=240, env={**os.environ, **NPM_ENV})
+    assert found.returncode == 0 and found.stdout.strip(), found.stdout + found.stderr
+    bin_path = found.stdout.strip().splitlines()[-1]
+
+    def run(*args: str, cwd: Path) -> Any:
+        done = subprocess.run([bin_path, "--cli", *args], cwd=cwd, capture_output=True, text=True, timeout=240,
+                              env={**os.environ, **NPM_ENV})
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads(done.stdout)
+
+    return run
 
 
-def test_inspector_lists_and_calls_over_stdio(initialised_repo: Path) -> None:
+def test_inspector_lists_and_calls_over_stdio(initialised_repo: Path, inspector: Callable[..., Any]) -> None:
     tools = inspector(str(MAJORDOMUS_MCP), "--standalone", "--method", "tools/list", cwd=initialised_repo)
     assert {t["name"] for t in tools["tools"]} >= {"majordomus_session_attach", "majordomus_episodes"}
     result = inspector(str(MAJORDOMUS_MCP), "--standalone", "--method", "tools/call", "--tool-name",
@@ -56,7 +74,7 @@ def test_inspector_lists_and_calls_over_stdio(initialised_repo: Path) -> None:
     assert result["structuredContent"]["episode"]["external_id"] == "inspector-thread"
 
 
-def test_inspector_lists_and_calls_over_http(initialised_repo: Path) -> None:
+def test_inspector_lists_and_calls_over_http(initialised_repo: Path, inspector: Callable[..., Any]) -> None:
     # The Inspector's HTTP session may end without a DELETE: a short idle expiry lets the server stop after it.
     with McpProcess(initialised_repo, "--http-port", "0", env={"MAJORDOMUS_HTTP_IDLE_SECONDS": "1"}) as server:
         url = server.url()

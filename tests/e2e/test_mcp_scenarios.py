@@ -112,8 +112,9 @@ def test_d_kill_9_then_resume_instead_of_a_second_episode(initialised_repo: Path
     with McpProcess(initialised_repo, "--http-port", "0") as server:
         server.send(initialize(), INITIALIZED, call(2, "majordomus_session_attach", {"external_id": ep}))
         server.answer(1)
-        assert structured(server.answer(2))["episode"]["state"] == "open"
-        assert "session_id:" in path.read_text()
+        first = structured(server.answer(2))["episode"]
+        assert first["state"] == "open" and first["attachments"] == 1
+        assert "session_id:" in path.read_text() and "attachments: 1" in path.read_text()
         os.kill(server.proc.pid, signal.SIGKILL)
         server.proc.wait(timeout=10)
     assert path.exists()
@@ -122,7 +123,11 @@ def test_d_kill_9_then_resume_instead_of_a_second_episode(initialised_repo: Path
                                                 call(3, "majordomus_session_detach", {})], "--http-port", "0")
     assert code == 0, err
     assert "stale lease" in err
-    assert re.search("kept|already open", structured(out[1])["episode"]["repository"])
+    again = structured(out[1])
+    assert re.search("kept|already open", again["episode"]["repository"])
+    # the answer is true (SPEC 4.3): the episode's own start, a resume, both attachments counted
+    assert again["resumed"] is True and again["episode"]["attachments"] == 2
+    assert again["episode"]["opened_at"] == first["opened_at"]
     assert not path.exists()
     sessions = list((initialised_repo / ".ai/repo/sessions").glob("2*.md"))
     assert len(sessions) == 1 and front_matter(sessions[0])["outcome"] == "closed"

@@ -9,6 +9,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
 import yaml
 
 from support import records as session_records
@@ -76,6 +77,7 @@ def doctor_lines(c: Client) -> list[str]:
     return [line for line in out.splitlines() if " prompts " in line or " capture " in line]
 
 
+@pytest.mark.slow
 def test_a_multi_episode_history_is_linked_on_evidence_pruned_rendered_and_reported(initialised_repo: Path,
                                                                                     run_majordomus) -> None:
     """1. claude-code opens A (ps alpha); P1 is typed in it; P2 comes from a session nobody opened.

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from majordomus.archive import record as rec
@@ -87,6 +88,7 @@ def test_eight_writers_of_fifty_prompts_into_overlapping_sessions_lose_nothing(i
     assert not (archive / ".capture.log").exists()
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_points_never_leaves_a_torn_record(initialised_repo: Path) -> None:
     """1. 240 captures in 8 batches of 30 at once, some with a body of 100 kB;
     2. each is SIGKILLed after a random delay between 0 and its usual lifetime.

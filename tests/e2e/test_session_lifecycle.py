@@ -140,6 +140,7 @@ def test_two_ends_racing_on_one_episode_write_one_record(initialised_repo: Path,
     assert len(records(initialised_repo)) == 6
 
 
+@pytest.mark.slow
 def test_kill_9_in_the_middle_of_a_close_leaves_no_partial_record_and_the_episode_closable(
         initialised_repo: Path, run_majordomus) -> None:
     rng = random.Random(7)

@@ -19,13 +19,16 @@ class FakeDriver:
 
     def open(self, external_id: str) -> Opened:
         self.calls.append(("open", external_id))
-        return Opened(f"session s-1 opened for {external_id}", held=self.fresh)
+        if self.fresh:
+            return Opened(f"session s-1 opened for {external_id}", held=True, started_at="2026-12-02T09:00:00Z")
+        return Opened("session s-1 already open here since 2026-12-02T08:00:00Z; kept", kept=True,
+                      started_at="2026-12-02T08:00:00Z", attachments=3)
 
     def close(self, external_id: str, reason: str) -> str:
         self.calls.append(("close", external_id, reason))
         return f"episode closed ({'closed' if reason == 'detach' else 'interrupted'}, reason {reason})"
 
-    def mark(self, external_id: str, *, held: bool) -> None:
+    def mark(self, external_id: str, *, held: bool, attachments: int | None = None) -> None:
         self.calls.append(("mark", external_id, "held" if held else "detached"))
 
 
@@ -61,8 +64,10 @@ def test_a_new_external_id_opens_through_capture_once(board: Board, driver: Fake
 
 def test_an_episode_capture_kept_is_marked_held_by_this_server(board: Board, driver: FakeDriver) -> None:
     driver.fresh = False
-    board.attach("p1", "thread")
+    episode, resumed = board.attach("p1", "thread")
     assert driver.calls == [("open", "thread"), ("mark", "thread", "held")]
+    # a kept episode is reported as what it is (SPEC 4.3): its own start, resumed, every attachment counted
+    assert resumed is True and episode["opened_at"] == "2026-12-02T08:00:00Z" and episode["attachments"] == 4
 
 
 def test_a_detached_episode_is_resumed_without_calling_capture(board: Board, driver: FakeDriver) -> None:

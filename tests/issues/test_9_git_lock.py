@@ -11,6 +11,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import MAJORDOMUS, git
 from mcp_support import front_matter
 
@@ -23,6 +25,7 @@ def hook(repo: Path, event: str, payload: dict[str, str], env: dict[str, str]) -
                           env={**os.environ, **env})
 
 
+@pytest.mark.slow
 def test_a_close_whose_status_is_cut_leaves_no_lock_and_marks_the_list(initialised_repo: Path) -> None:
     """1. 60,000 untracked files (git status takes ~0.15 s); 2. the close's git bound narrowed to 0.02 s;
     3. start, then end. Result: no `.git/index.lock`; the record marks `changed_files` as truncated, the working

@@ -14,6 +14,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import MAJORDOMUS
 from mcp_support import set_policy
 
@@ -43,6 +45,7 @@ def leaks(repo: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_prunes_killed_at_random_moments_never_leave_a_body_in_a_rendering(initialised_repo: Path,
                                                                            run_majordomus) -> None:
     """1. 40 prompts; the policy caps bodies at 1 byte, so prune takes every one; 2. 30 trials: a prune

@@ -11,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from conftest import MAJORDOMUS, git, make_repo
@@ -33,6 +34,7 @@ def records(repo: Path, sid: str) -> list[Path]:
     return [p for p in (repo / ".ai/repo/sessions").glob(f"*--{sid}--*.md")]
 
 
+@pytest.mark.slow
 def test_ends_killed_at_random_moments_leave_one_record_and_one_ledger_line(initialised_repo: Path) -> None:
     """1. 25 trials: start an episode, SIGKILL its `end` after a random 0–80 ms, then run `end` again.
     Result: every episode has exactly one record, exactly one `session.closed` ledger line, and no open file."""

@@ -11,6 +11,8 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from conftest import MAJORDOMUS
 from mcp_support import set_policy
 
@@ -34,6 +36,7 @@ def started_sessions(repo: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_rotating_while_hooks_append_loses_no_line(initialised_repo: Path) -> None:
     """1. the policy keeps 3 ledger lines; 2. 120 hook starts in 4 parallel workers while `history --rotate`
     runs again and again. Result: every one of the 120 `session.started` lines is in the ledger or an archive."""

@@ -1,17 +1,24 @@
-"""Applies the credential table (redact_rules.tsv) to prompt text before anything is persisted.
+"""Applies the credential table (redact_rules.json) to prompt text before anything is persisted.
 
-Runs on the hook path: stdlib only. Every pattern in the table is linear-time in Python's `re`.
+Runs on the hook path: stdlib only. The table is compiled from redact_rules.yaml by
+`python -m majordomus.archive.redact_table --write`, which proves every row against its examples and
+near-misses; this module only reads the JSON. Every pattern in the table is linear-time in Python's `re`.
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from pathlib import Path
 
 from majordomus.values import value
 
-TABLE = Path(__file__).with_name("redact_rules.tsv")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+TABLE = Path(__file__).with_name("redact_rules.json")
 
 # A span with fewer distinct characters than this (`AKIAXXXXXXXXXXXXXXXX`, `ghp_xxxx…`) or whose
 # tail is a run of one or two characters (`sk-proj-xxxx…`, `Bearer XXXX-XXXX…`) is a placeholder or
@@ -19,8 +26,6 @@ TABLE = Path(__file__).with_name("redact_rules.tsv")
 MIN_DISTINCT_CHARACTERS = 8
 TAIL_LENGTH = 16
 MIN_DISTINCT_IN_TAIL = 4
-
-_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
 @value
@@ -57,46 +62,17 @@ class Rule:
 _rules: list[Rule] | None = None
 
 
-def _parse_rules(text: str, source: str = "redact_rules.tsv") -> list[Rule]:
-    """Parse the table; refuse malformed rows and duplicate names rather than guess."""
-    rules: list[Rule] = []
-    seen: set[str] = set()
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = line.split("\t")
-        if len(fields) not in (3, 4):
-            raise ValueError(f"{source}:{number}: expected name<TAB>pattern<TAB>sample[<TAB>hints], "
-                             f"got {len(fields)} field(s)")
-        name, pattern, sample = fields[:3]
-        hints = _split_hints(fields[3]) if len(fields) == 4 else ()
-        if any(h != h.lower() for h in hints if not h.startswith("/")):
-            raise ValueError(f"{source}:{number}: hints of {name!r} must be lowercase")
-        if not _NAME.fullmatch(name):
-            raise ValueError(f"{source}:{number}: rule name {name!r} is not lowercase-hyphenated")
-        if name in seen:
-            raise ValueError(f"{source}:{number}: duplicate rule name {name!r}")
-        seen.add(name)
-        rule = Rule(name=name, source=pattern, sample=sample, hints=hints)
-        if not rule.may_match(sample, sample.lower()):
-            raise ValueError(f"{source}:{number}: the sample of {name!r} matches none of its hints")
-        rules.append(rule)
-    return rules
-
-
-def _split_hints(field: str) -> tuple[str, ...]:
-    """Comma-separated hints; a `/regex/` hint is kept whole even when it contains commas."""
-    field = field.strip()
-    if field.startswith("/") and field.endswith("/"):
-        return (field,)
-    return tuple(h.strip() for h in field.split(",") if h.strip())
+def _parse_rules(raw: dict[str, Any]) -> list[Rule]:
+    """The compiled table's rules in order (redact_table has already proved them)."""
+    return [Rule(name=r["name"], source=r["pattern"], sample=r["examples"][0]["text"], hints=tuple(r["hints"]))
+            for r in raw["rules"]]
 
 
 def load_rules() -> list[Rule]:
     """The table in order, read once per process; each pattern is compiled on first use."""
     global _rules
     if _rules is None:
-        _rules = _parse_rules(TABLE.read_text(encoding="utf-8"))
+        _rules = _parse_rules(json.loads(TABLE.read_bytes()))
     return list(_rules)
 
 

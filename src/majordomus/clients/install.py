@@ -378,11 +378,14 @@ def install(root: Path, provider_name: str) -> list[str]:
                            f"wire one of: {', '.join(wireable)}")
     exe, mcp = _require("majordomus"), _require("majordomus-mcp")
     writes, changes = plan(root, provider, exe, mcp)
+    # said on every run, written or not: the client's own consent is not a file majordomus can write
+    approve = [f"approve in {provider.title}: {line}" for line in
+               (provider.install.approve if provider.install is not None else ())]
     for w in writes:
         _ensure_parent(root, w.rel)
         write_atomic(root / w.rel, w.data, mode=w.mode)
     if not writes:
         files = ", ".join(dict.fromkeys(f for f in (provider.config, provider.mcp_config) if f))
         return [*changes, f"capture install --provider {provider.name}: nothing to change; "
-                          f"{files} already wire majordomus"]
-    return changes + list(provider.install.notes if provider.install is not None else ())
+                          f"{files} already wire majordomus", *approve]
+    return changes + list(provider.install.notes if provider.install is not None else ()) + approve

@@ -34,6 +34,23 @@ def _header_index(lines: list[str], names: tuple[str, ...]) -> int | None:
     return None
 
 
+def _drop_key(lines: list[str], table: str, key: str) -> bool:
+    """Remove `key = …` from `[table]`, and the table's header when nothing else is left in it."""
+    at = _header_index(lines, (table,))
+    if at is None:
+        return False
+    end = next((j for j in range(at + 1, len(lines)) if _is_header(lines[j])), len(lines))
+    slot = next((j for j in range(at + 1, end) if lines[j].split("=", 1)[0].strip() == key), None)
+    if slot is None:
+        return False
+    del lines[slot]
+    if not any(ln.strip() and not ln.lstrip().startswith("#") for ln in lines[at + 1:end - 1]):
+        del lines[at]
+        if at > 0 and not lines[at - 1].strip():
+            del lines[at - 1]
+    return True
+
+
 def merge_codex_toml(text: str, mcp: Path, rel: str) -> tuple[str, list[str]]:
     try:
         before = tomllib.loads(text)
@@ -64,20 +81,17 @@ def merge_codex_toml(text: str, mcp: Path, rel: str) -> tuple[str, list[str]]:
 
     features = before.get("features")
     flags = features if isinstance(features, dict) else {}
-    if "hooks" in flags or "codex_hooks" in flags:
-        if not (flags.get("hooks") is True or flags.get("codex_hooks") is True):
-            changes.append(f"{rel}: note: hooks are switched off in [features]; left as set — "
-                           "Codex will not run them")
-    elif features is not None and _header_index(lines, ("features",)) is None:
-        raise RefusedError(f"{rel} defines features in a form majordomus cannot edit safely",
-                           "add codex_hooks = true to its [features] by hand")
-    else:
-        at = _header_index(lines, ("features",))
-        if at is None:
-            lines += ["", "[features]", "codex_hooks = true"]
+    if flags.get("hooks") is False or flags.get("codex_hooks") is False:
+        changes.append(f"{rel}: note: hooks are switched off in [features]; left as set — "
+                       "Codex will not run them")
+    elif flags.get("codex_hooks") is True:
+        # an earlier install wrote it; Codex 0.171 runs hooks by default and warns on every run about this key
+        if not _drop_key(lines, "features", "codex_hooks"):
+            changes.append(f"{rel}: note: features.codex_hooks is deprecated (Codex runs hooks by default); "
+                           "remove it by hand")
         else:
-            lines.insert(at + 1, "codex_hooks = true")
-        changes.append(f"{rel}: set features.codex_hooks = true (Codex runs no hooks without it)")
+            changes.append(f"{rel}: removed features.codex_hooks (deprecated: Codex runs hooks by default "
+                           "and warns about the key on every run)")
 
     if not changes or all(c.startswith(f"{rel}: note:") for c in changes):
         return text, changes

@@ -31,11 +31,12 @@ OFFER_VALUES: dict[str, tuple[str, ...]] = {
 }
 
 
-SESSION_EVENTS = ("start", "end", "compact")
+SESSION_EVENTS = ("start", "end", "compact", "turn")
 HOOK_STYLES = ("nested", "flat")  # nested: event -> [{matcher?, hooks: [handler]}]; flat: event -> [handler]
 MCP_STYLES = ("json", "codex-toml")  # json: mcpServers.majordomus; codex-toml: [mcp_servers.majordomus]
 INSTALL_KEYS = frozenset({"hook_style", "command_key", "timeout_key", "handler_extra", "top_extra",
-                          "end_cap_seconds", "mcp_style", "mcp_extra", "switch", "notes", "unsupported"})
+                          "end_cap_seconds", "mcp_style", "mcp_extra", "switch", "notes", "approve",
+                          "unsupported"})
 
 
 @value
@@ -45,6 +46,9 @@ class SessionRow:
     source_keys: tuple[str, ...]
     reason_keys: tuple[str, ...]
     deliberate: frozenset[str]
+    # a turn event whose payload says how the turn ended (Cursor's stop `status`) completes only with these
+    turn_status_keys: tuple[str, ...] = ()
+    turn_completed: frozenset[str] = frozenset()
 
 
 # A provider whose episode source is `connection` needs no adapter row: its payload is ours.
@@ -80,6 +84,7 @@ class InstallRow:
     mcp_extra: dict[str, Any]  # keys the MCP server entry carries beside command and args
     switch: tuple[str, str] | None  # a section.key the client needs true before it runs hooks
     notes: tuple[str, ...]  # lines install prints after it wrote something
+    approve: tuple[str, ...]  # what the person must approve in the client before it runs the wiring
     unsupported: str | None  # the sentence that says why majordomus cannot write this client's hooks
 
 
@@ -123,7 +128,8 @@ def _install(raw: dict[str, Any] | None) -> InstallRow | None:
         top_extra=dict(raw.get("top_extra") or {}), end_cap_seconds=int(cap) if cap is not None else None,
         mcp_style=raw.get("mcp_style", "json"), mcp_extra=dict(raw.get("mcp_extra") or {}),
         switch=(switch[0], switch[1]) if switch and len(switch) == 2 else None,
-        notes=_tuple(raw, "notes"), unsupported=str(raw["unsupported"]) if raw.get("unsupported") else None)
+        notes=_tuple(raw, "notes"), approve=_tuple(raw, "approve"),
+        unsupported=str(raw["unsupported"]) if raw.get("unsupported") else None)
 
 
 def _provider(name: str, raw: dict[str, Any]) -> Provider:
@@ -139,7 +145,9 @@ def _provider(name: str, raw: dict[str, Any]) -> Provider:
         timeout_unit=str(raw.get("timeout_unit", "seconds")),
         session=SessionRow(events=_events(s), session_keys=_tuple(s, "session_keys"),
                            source_keys=_tuple(s, "source_keys"), reason_keys=_tuple(s, "reason_keys"),
-                           deliberate=frozenset(_tuple(s, "deliberate"))) if s else None,
+                           deliberate=frozenset(_tuple(s, "deliberate")),
+                           turn_status_keys=_tuple(s, "turn_status_keys"),
+                           turn_completed=frozenset(_tuple(s, "turn_completed"))) if s else None,
         prompt=PromptRow(event=str(p.get("event", "")), text_keys=_tuple(p, "text_keys"),
                          session_keys=_tuple(p, "session_keys"), id_keys=_tuple(p, "id_keys"),
                          source_keys=_tuple(p, "source_keys"),

@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 
 from majordomus.episodes.boundary import set_connection_state
 from majordomus.episodes.hook import SessionReport, run_payload
-from majordomus.episodes.store import CONNECTION_PROVIDER
+from majordomus.episodes.store import CONNECTION_PROVIDER, read_open
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import Layout
 
@@ -31,6 +31,9 @@ class Opened:
 
     line: str
     held: bool = False
+    kept: bool = False  # the episode was open already (a killed or stopped server's): a resume, not an open
+    started_at: str | None = None  # the episode's own start, when capture named it
+    attachments: int = 0  # what the open file counted before this attach
 
 
 class Driver(Protocol):
@@ -42,8 +45,9 @@ class Driver(Protocol):
     def close(self, external_id: str, reason: CloseReason) -> str:
         """End the episode of `external_id`; the report line, verbatim."""
 
-    def mark(self, external_id: str, *, held: bool) -> None:
-        """Record in the open file who holds the episode now, or when it was detached."""
+    def mark(self, external_id: str, *, held: bool, attachments: int | None = None) -> None:
+        """Record in the open file who holds the episode now (and its attachment count), or when it was
+        detached."""
 
 
 class CaptureDriver:
@@ -68,18 +72,27 @@ class CaptureDriver:
         report = self._run("start", {"session_id": external_id, "source": "attach"}, held_by=os.getpid())
         if isinstance(report, str):
             return Opened(report)
-        return Opened(report.line.strip(), held=report.drawn is not None and report.drawn.opened)
+        drawn = report.drawn
+        if drawn is None:
+            return Opened(report.line.strip())
+        if drawn.opened:
+            return Opened(report.line.strip(), held=True, started_at=drawn.started_at)
+        found = read_open(Layout(self.root), external_id)
+        return Opened(report.line.strip(), kept=True, started_at=drawn.started_at,
+                      attachments=found.attachments if found is not None else 0)
 
     def close(self, external_id: str, reason: CloseReason) -> str:
         report = self._run("end", {"session_id": external_id, "reason": reason})
         return report if isinstance(report, str) else report.line.strip()
 
-    def mark(self, external_id: str, *, held: bool) -> None:
+    def mark(self, external_id: str, *, held: bool, attachments: int | None = None) -> None:
         try:  # set_connection_state writes nothing where there is no layer
             if held:
-                set_connection_state(self.root, external_id, held_by=os.getpid(), detached_at=None)
-            else:
-                set_connection_state(self.root, external_id, held_by=None, detached_at=rfc3339(now_utc()))
+                set_connection_state(self.root, external_id, held_by=os.getpid(), detached_at=None,
+                                     attachments=attachments)
+            else:  # a detach races the client's kill (SIGKILL 3 ms after SIGTERM): no fsync, the rename is enough
+                set_connection_state(self.root, external_id, held_by=None, detached_at=rfc3339(now_utc()),
+                                     sync=False)
         except Exception:  # noqa: BLE001 - a lost mark only shortens nothing: recover stamps it later
             return
 
@@ -197,17 +210,19 @@ class Board:
                 opened = self.driver.open(external_id)  # outside `_lock`: capture may take a while
                 with self._lock:
                     now = self._clock()
-                    entry = _Entry(external_id=external_id, opened_at=rfc3339(now_utc()), repository=opened.line,
-                                   attachments=1, last_activity=now, peer=peer, detached_since=None)
+                    # a kept episode is what it is: its own start, one more attachment than the file counted
+                    entry = _Entry(external_id=external_id, opened_at=opened.started_at or rfc3339(now_utc()),
+                                   repository=opened.line, attachments=max(opened.attachments, 1) + 1
+                                   if opened.kept else 1, last_activity=now, peer=peer, detached_since=None)
                     self._entries[external_id] = entry
                     stale = self._held.get(peer)
                     if stale is not None and stale != external_id:  # it attached elsewhere meanwhile
                         self._release(stale, now)
                         released = stale
                     self._held[peer] = external_id
-                    resumed = False
+                    resumed = opened.kept
             if opened is None or not opened.held:  # a fresh open wrote its holder already: no second write
-                self.driver.mark(external_id, held=True)
+                self.driver.mark(external_id, held=True, attachments=entry.attachments)
             with self._lock:
                 view = self._view(entry, self._clock())
         if released is not None:

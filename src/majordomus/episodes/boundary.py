@@ -104,6 +104,7 @@ def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None) ->
             owner=owner(), repository_id=repository_id(layout.root), worktree=str(layout.root),
             worktree_id=worktree_id(layout.root), branch=tree.branch, start_head=tree.head,
             start_working_tree=tree.working_tree, last_activity_at=at, held_by=held_by,
+            attachments=1 if held_by is not None else 0,
             extra=(("source", b.source),) if b.source else ())
         ensure_dir(layout.sessions_open)
         _write_context(layout, opened, tree.head)  # first: an open episode never lacks its working context
@@ -144,8 +145,13 @@ def context_path(layout: Layout, session_id: str, started_at: str) -> Path:
     return layout.contexts_dir / f"{stamp}--{sid or 'episode'}.md"
 
 
-def close_episode(layout: Layout, provider_session: str, reason: str | None, outcome: str) -> str:
-    """Write the record exactly once, then remove the open file: a kill in between leaves it closable."""
+def close_episode(layout: Layout, provider_session: str, reason: str | None, outcome: str, *,
+                  turn_rule: bool = False) -> str:
+    """Write the record exactly once, then remove the open file: a kill in between leaves it closable.
+
+    With `turn_rule` (a client's own end event), an `interrupted` outcome becomes `closed` when the episode's
+    last turn completed: nothing was cut short. Recovery never passes it: an end that never came stays
+    interrupted whatever the last turn."""
     key = session_key(provider_session)
     with file_lock(_lock(layout, key)):
         path = layout.open_file(key)
@@ -159,6 +165,9 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
             path.unlink(missing_ok=True)
             _release_pointer(layout, sid)
             return f"episode {sid} already has a record at {_rel(layout, written)}; this close adds none"
+        last_turn = opened.last_turn or "none"
+        if turn_rule and outcome == "interrupted" and last_turn == "completed":
+            outcome = "closed"
         moment = now_utc()
         tree = tree_state(layout.root, with_status=False)  # one full status below serves both lists
         changed, changed_cut = _changed_files(layout.root)
@@ -173,7 +182,8 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
             outcome=outcome, end_reason=reason, repository_id=repository_id(layout.root),
             worktree_id=worktree_id(layout.root), branch=tree.branch, start_head=opened.start_head, head=tree.head,
             start_working_tree=opened.start_working_tree, working_tree=working, changed_files=tuple(changed),
-            commits=tuple(commits), compactions=opened.compactions, title=f"Session {sid} on {tree.branch}",
+            commits=tuple(commits), compactions=opened.compactions, last_turn=last_turn,
+            title=f"Session {sid} on {tree.branch}",
             truncated=cut)
         text = record.to_text()
         name = (f"{compact_stamp(moment)}--{sid}--{name_key(tree.branch)}--{tree.head[:7]}--"
@@ -269,7 +279,25 @@ def count_compaction(layout: Layout, b: Boundary) -> str:
     return f"session {opened.session_id} compacted (compaction {opened.compactions})"
 
 
-def update_open(layout: Layout, provider_session: str, **changes: Any) -> bool:
+def end_turn(layout: Layout, b: Boundary, *, completed: bool = True, status: str | None = None) -> str:
+    """The client's end-of-turn hook: the agent finished answering, so the episode's last turn completed.
+
+    A turn the client says ended otherwise (Cursor's stop `status: aborted`) leaves the turn `running`."""
+    assert b.provider_session is not None
+    key = session_key(b.provider_session)
+    with file_lock(_lock(layout, key)):
+        opened = store.read_open_file(layout.open_file(key))
+        if opened is None:
+            return f"no open episode here for provider session {b.provider_session}; turn not recorded"
+        state = "completed" if completed else "running"
+        write_atomic(layout.open_file(key),
+                     replace(opened, last_turn=state, last_activity_at=rfc3339(now_utc())).to_bytes())
+    if completed:
+        return f"session {opened.session_id} turn completed"
+    return f"session {opened.session_id} turn ended {status}; not completed"
+
+
+def update_open(layout: Layout, provider_session: str, *, sync: bool = True, **changes: Any) -> bool:
     """Read-modify-write one open file under its lock; False when no episode is open under that key."""
     key = session_key(provider_session)
     with file_lock(_lock(layout, key)):
@@ -277,18 +305,23 @@ def update_open(layout: Layout, provider_session: str, **changes: Any) -> bool:
         opened = store.read_open_file(path)
         if opened is None:
             return False
-        write_atomic(path, replace(opened, **changes).to_bytes())
+        write_atomic(path, replace(opened, **changes).to_bytes(), sync=sync)
     return True
 
 
-def set_connection_state(root: Path, external_id: str, *, held_by: int | None, detached_at: str | None) -> bool:
-    """The board's note in the open file: which server holds the episode, and since when it is detached."""
+def set_connection_state(root: Path, external_id: str, *, held_by: int | None, detached_at: str | None,
+                         attachments: int | None = None, sync: bool = True) -> bool:
+    """The board's note in the open file: which server holds the episode, since when it is detached, and how
+    many attachments it has had across servers."""
     layout = Layout(root)
     if not layout.is_initialised():
         return False  # no layer, no open files: never create one as a side effect
-    return update_open(layout, external_id, held_by=held_by, detached_at=detached_at)
+    changes: dict[str, Any] = {"held_by": held_by, "detached_at": detached_at}
+    if attachments is not None:
+        changes["attachments"] = attachments
+    return update_open(layout, external_id, sync=sync, **changes)
 
 
 def touch_activity(layout: Layout, provider_session: str) -> bool:
-    """A captured prompt of an open episode refreshes its `last_activity_at` (SPEC 4.4)."""
-    return update_open(layout, provider_session, last_activity_at=rfc3339(now_utc()))
+    """A captured prompt of an open episode refreshes its `last_activity_at` (SPEC 4.4) and starts a turn."""
+    return update_open(layout, provider_session, last_activity_at=rfc3339(now_utc()), last_turn="running")

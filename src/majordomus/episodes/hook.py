@@ -11,7 +11,15 @@ from pathlib import Path
 from majordomus.clients.payload import Malformed, first_scalar, parse_payload
 from majordomus.clients.providers import Provider, SessionRow, get_provider
 from majordomus.episodes import store
-from majordomus.episodes.boundary import Boundary, Drawn, close_episode, count_compaction, log_failure, start_episode
+from majordomus.episodes.boundary import (
+    Boundary,
+    Drawn,
+    close_episode,
+    count_compaction,
+    end_turn,
+    log_failure,
+    start_episode,
+)
 from majordomus.errors import MajordomusError, MissingError, UsageError
 from majordomus.identity import session_key
 from majordomus.layout import Layout
@@ -21,7 +29,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-EVENTS = ("start", "end", "compact")
+EVENTS = ("start", "end", "compact", "turn")
 
 
 @value
@@ -95,13 +103,22 @@ def _draw(layout: Layout, prov: Provider, row: SessionRow, event: str, data: dic
             return SessionReport(0, drawn.line, drawn)
         elif event == "end":
             outcome = "closed" if boundary.reason in row.deliberate else "interrupted"
-            line = close_episode(layout, boundary.provider_session, boundary.reason, outcome)
+            # a reason that is not deliberate after a completed turn cut nothing short (SPEC 4.1 `turn`)
+            line = close_episode(layout, boundary.provider_session, boundary.reason, outcome, turn_rule=True)
+        elif event == "turn":
+            status = first_scalar(data, row.turn_status_keys) if row.turn_status_keys else None
+            line = end_turn(layout, boundary, completed=status is None or status in row.turn_completed,
+                            status=status)
+        elif "compact" not in row.events and prov.offers.get("episode") == "hooks":
+            line = (f"capture session: {provider} declares no compaction event (offers compaction: "
+                    f"{prov.offers.get('compaction', 'none')}); not counted")
         else:
             line = count_compaction(layout, boundary)
     except (OSError, MajordomusError, ValueError) as exc:
         detail = exc.message if isinstance(exc, MajordomusError) else f"{type(exc).__name__}: {exc}"
         log_failure(layout, f"{where}: {detail}")
-        verb = {"start": "open", "end": "close", "compact": "count the compaction of"}[event]
+        verb = {"start": "open", "end": "close", "compact": "count the compaction of",
+                "turn": "record the turn of"}[event]
         return SessionReport(0, f"capture session: could not {verb} the episode; "
                                 f"see {_rel(layout, layout.context_log)}")
     return SessionReport(0, line)

@@ -39,6 +39,14 @@ def _count(found: Any) -> int:
     return found if isinstance(found, int) and not isinstance(found, bool) and found >= 0 else 0
 
 
+TURN_STATES = ("completed", "running", "none")
+
+
+def _turn(found: Any) -> str | None:
+    """A turn state as written by capture; anything else (an edit, an old file) reads as absent."""
+    return found if isinstance(found, str) and found in TURN_STATES else None
+
+
 @value
 class OpenFile:
     """`sessions-open/<key>.yaml`: one open episode, from its start to its close (SPEC 4.1)."""
@@ -58,6 +66,8 @@ class OpenFile:
     compactions: int = 0
     held_by: int | None = None  # the pid of the server that holds a connection episode
     detached_at: str | None = None
+    last_turn: str | None = None  # running from a captured prompt until the client's end-of-turn, then completed
+    attachments: int = 0  # a connection episode's attachments across every server that held it
     extra: tuple[tuple[str, Any], ...] = ()  # members beside the fixed ones (`source`), kept in their order
 
     @property
@@ -83,6 +93,8 @@ class OpenFile:
                    compactions=_count(members.get("compactions")),
                    held_by=held if isinstance(held, int) and not isinstance(held, bool) else None,
                    detached_at=_text(members.get("detached_at")),
+                   last_turn=_turn(members.get("last_turn")),
+                   attachments=_count(members.get("attachments")),
                    extra=tuple((k, v) for k, v in members.items() if k not in OPEN_FIELDS))
 
 
@@ -176,6 +188,7 @@ class SessionRecord:
     changed_files: tuple[str, ...] = ()
     commits: tuple[str, ...] = ()
     compactions: int = 0
+    last_turn: str = "none"  # completed | running | none: the client's last turn when the episode ended
     title: str | None = None
     truncated: tuple[str, ...] = ()  # the lists that were cut short; written only when one was
 
@@ -197,7 +210,8 @@ class SessionRecord:
                    "branch", "start_head", "head", "start_working_tree", "working_tree")
         return cls(session_id=sid, **{k: _text(meta.get(k)) for k in scalars},
                    changed_files=_texts(meta.get("changed_files")), commits=_texts(meta.get("commits")),
-                   compactions=_count(meta.get("compactions")), title=_text(meta.get("title")),
+                   compactions=_count(meta.get("compactions")), last_turn=_turn(meta.get("last_turn")) or "none",
+                   title=_text(meta.get("title")),
                    truncated=_texts(meta.get("truncated")))
 
 

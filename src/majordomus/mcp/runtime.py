@@ -78,6 +78,7 @@ class _AfterRecovery:
     def __init__(self, driver: CaptureDriver, ready: threading.Event) -> None:
         self.driver = driver
         self.ready = ready
+        self.stopping = threading.Event()  # set at stop: a detach mark no longer waits for the reap
 
     def open(self, external_id: str) -> Opened:
         self.ready.wait(30)
@@ -87,9 +88,10 @@ class _AfterRecovery:
         self.ready.wait(30)
         return self.driver.close(external_id, reason)
 
-    def mark(self, external_id: str, *, held: bool) -> None:
-        self.ready.wait(30)
-        self.driver.mark(external_id, held=held)
+    def mark(self, external_id: str, *, held: bool, attachments: int | None = None) -> None:
+        if not self.stopping.is_set():
+            self.ready.wait(30)
+        self.driver.mark(external_id, held=held, attachments=attachments)
 
 
 class Runtime:
@@ -102,7 +104,8 @@ class Runtime:
         self.lease = lease
         self.on_stop = on_stop
         self.recovered = threading.Event()
-        self.board = Board(_AfterRecovery(CaptureDriver(layout.root), self.recovered), settings.grace_seconds)
+        self._driver = _AfterRecovery(CaptureDriver(layout.root), self.recovered)
+        self.board = Board(self._driver, settings.grace_seconds)
         self.peers = PeerBoard()
         self.services = Services(board=self.board, peers=self.peers)
         self.registry = registry or default_registry()
@@ -236,11 +239,15 @@ class Runtime:
             return
         self._shut = True
         self.stopping = True
+        # durable first: a client may SIGKILL 3 ms after its SIGTERM (Copilot CLI does), so the detach marks
+        # and the lease's removal come before anything that can wait; a mark races the start-up reap safely
+        # (both go through the episode's file lock, and a reaped episode has no open file left to mark)
+        self._driver.stopping.set()
         if self.lease is not None:
             self.lease.release()
+        self.board.close_all()
         self._stopped.set()
         self.recovered.wait(30)  # the start-up reap runs to its end even when the client left at once
-        self.board.close_all()
         if self._http is not None:
             self._http.stop()
         if self.url:
