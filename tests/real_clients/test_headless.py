@@ -11,15 +11,7 @@ import re
 
 import pytest
 
-from real_clients.known import (
-    CLAUDE_HEADLESS,
-    CODEX_DEPRECATED,
-    CODEX_HEADLESS,
-    GEMINI_PRECOMPRESS,
-    LAST_EVENT,
-    each_client,
-    known,
-)
+from real_clients.known import LAST_EVENT, each_client
 from real_clients.scenarios import Scenarios
 from real_clients.world import model_texts
 
@@ -34,11 +26,17 @@ def test_each_headless_sitting_is_one_episode_of_the_client(scenarios: Scenarios
     assert run.world.open_files() == []
 
 
-@pytest.mark.parametrize("client", each_client(claude_code=CLAUDE_HEADLESS, codex=CODEX_HEADLESS))
+@pytest.mark.parametrize("client", each_client())
 def test_a_headless_run_that_finished_is_recorded_closed(scenarios: Scenarios, client: str) -> None:
     run = scenarios.headless(client)
     outcomes = [(e.data["outcome"], e.data["end_reason"]) for s in (run.first, run.second) for e in s.new_episodes]
     assert [outcome for outcome, _ in outcomes] == ["closed", "closed"], outcomes
+
+
+@pytest.mark.parametrize("client", each_client())
+def test_a_headless_run_that_finished_records_its_last_turn_completed(scenarios: Scenarios, client: str) -> None:
+    run = scenarios.headless(client)
+    assert [e.data.get("last_turn") for s in (run.first, run.second) for e in s.new_episodes] == ["completed"] * 2
 
 
 @pytest.mark.parametrize("client", each_client())
@@ -85,21 +83,15 @@ def test_status_says_when_a_real_event_of_the_client_last_reached_capture(scenar
 @pytest.mark.parametrize("client", each_client())
 def test_doctor_finds_nothing_to_warn_about_after_headless_sittings(scenarios: Scenarios, client: str) -> None:
     run = scenarios.headless(client)
-    findings = [f for f in run.world.doctor() if f["level"] in ("WARN", "FAIL")]
-    if client == "copilot":
-        # Copilot's SIGKILL of the server 3 ms after SIGTERM leaves the lease behind in some runs, not all
-        # (issue 8 item 4); test_mcp.py holds that part deterministically, through an attached episode.
-        findings = [f for f in findings if not (f["category"] == "server" and "not a running" in f["message"])]
-    assert findings == []
+    assert [f for f in run.world.doctor() if f["level"] in ("WARN", "FAIL")] == []
 
 
-@pytest.mark.parametrize("client", each_client(gemini=GEMINI_PRECOMPRESS))
+@pytest.mark.parametrize("client", each_client())
 def test_a_sitting_that_compacted_nothing_counts_no_compaction(scenarios: Scenarios, client: str) -> None:
     run = scenarios.headless(client)
     assert [e.data["compactions"] for s in (run.first, run.second) for e in s.new_episodes] == [0, 0]
 
 
-@known(CODEX_DEPRECATED)
 def test_codex_says_nothing_is_deprecated_in_the_configuration_install_wrote(scenarios: Scenarios) -> None:
     run = scenarios.headless("codex")
     said = [line for s in (run.first, run.second) for line in s.ran.stderr.splitlines() if "deprecated" in line]
