@@ -208,8 +208,9 @@ class Gemini(Driver):
 
 
 COPILOT_RESUME = re.compile(r"copilot --resume=([0-9a-f-]+)")
-# Wait (at most 5 s) until the SessionStart hook has written an open episode, then run majordomus's prompt hook.
-PROMPT_AFTER_START = ("for _ in $(seq 100); do ls .ai/local/state/sessions-open/*.yaml >/dev/null 2>&1 && break; "
+# Wait (at most 9 s, inside the hook's 10 s) until the SessionStart hook has written an open episode, then
+# run majordomus's prompt hook.
+PROMPT_AFTER_START = ("for _ in $(seq 180); do ls .ai/local/state/sessions-open/*.yaml >/dev/null 2>&1 && break; "
                       "sleep 0.05; done; ")
 
 
