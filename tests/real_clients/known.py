@@ -39,11 +39,22 @@ def known(reason: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)
 
 
+def racing(reason: str) -> pytest.MarkDecorator:
+    """A gap the product narrowed but a race can still open (SIGTERM's durable work against Copilot's SIGKILL
+    3 ms later, on a loaded machine): xfail, not strict, so a sitting that wins is reported (-rX), not a failure.
+    bench/sigterm.py measures how often it is won."""
+    return pytest.mark.xfail(strict=False, raises=AssertionError, reason=reason)
+
+
 def each_client(**gaps: str) -> list[Any]:
     """The four clients as parameters, each marked with its known gap where it has one (`claude_code=...`)."""
     named = {name.replace("_", "-"): reason for name, reason in gaps.items()}
     unknown = set(named) - set(CLIENTS)
     if unknown:
         raise ValueError(f"no such client: {sorted(unknown)}")
-    return [pytest.param(client, id=client, marks=[known(named[client])] if client in named else [])
+    return [pytest.param(client, id=client, marks=[(racing if named[client] in RACES else known)(named[client])]
+                         if client in named else [])
             for client in CLIENTS]
+
+
+RACES = frozenset({COPILOT_SIGKILL})
