@@ -50,9 +50,11 @@ class Driver:
     def review(self, executable: str, repo: Path, env: dict[str, str]) -> None:
         """Approve what the client asks a person to approve once the project is wired (Codex: its hooks)."""
 
-    def paced(self, hook_file: bytes) -> bytes | None:
-        """The hook file with the client's hooks put in the order the scenario relies on, or None as it is."""
-        return None
+    paces = False  # whether runs put an order on the client's hooks (`paced`)
+
+    def paced(self, hook_file: bytes) -> bytes:
+        """The hook file with the client's hooks put in the order the scenarios rely on."""
+        return hook_file
 
 
 class ClaudeCode(Driver):
@@ -206,8 +208,9 @@ class Gemini(Driver):
 
 
 COPILOT_RESUME = re.compile(r"copilot --resume=([0-9a-f-]+)")
-# Wait (at most 5 s) until the SessionStart hook has written an open episode, then run majordomus's prompt hook.
-PROMPT_AFTER_START = ("for _ in $(seq 100); do ls .ai/local/state/sessions-open/*.yaml >/dev/null 2>&1 && break; "
+# Wait (at most 9 s, inside the hook's 10 s) until the SessionStart hook has written an open episode, then
+# run majordomus's prompt hook.
+PROMPT_AFTER_START = ("for _ in $(seq 180); do ls .ai/local/state/sessions-open/*.yaml >/dev/null 2>&1 && break; "
                       "sleep 0.05; done; ")
 
 
@@ -219,7 +222,9 @@ class Copilot(Driver):
         # top-level key(s) ... trustedFolders" and loads no repository hooks in -p.
         (copilot / "config.json").write_text(json.dumps({"trustedFolders": [str(repo)]}))
 
-    def paced(self, hook_file: bytes) -> bytes | None:
+    paces = True
+
+    def paced(self, hook_file: bytes) -> bytes:
         """Copilot starts SessionStart and UserPromptSubmit at the same moment (issue 8 item 3), so a sitting
         that is not about that race would link its prompt or not by luck. Its prompt hook waits for the start
         hook's open file, the order the other three clients keep by themselves; test_copilot_race.py holds the

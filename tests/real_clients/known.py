@@ -18,25 +18,21 @@ CODEX_UNTRUSTED = ("issue 8 item 1: codex exec runs no untrusted hook and says n
 GEMINI_UNTRUSTED = ("issue 8 item 1: Gemini in an untrusted folder runs no hook (gemini -p exits 55), "
                     "while capture status says verified")
 LAST_EVENT = "issue 8 item 1 (its resolution): status rows do not say when a real event last reached capture"
-CLAUDE_HEADLESS = ("issue 8 item 2: a finished claude -p run is recorded interrupted: its SessionEnd says reason "
-                   "other, and no turn event is wired")
-CODEX_HEADLESS = ("issue 8 item 2: a finished Codex run is recorded interrupted: its SessionEnd reason is always "
-                  "other, and no turn event is wired")
 COPILOT_RACE = ("issue 8 item 3: Copilot starts SessionStart and UserPromptSubmit at once; with a slow start the "
                 "prompt is archived orphan and reconcile leaves it so")
-COPILOT_SIGKILL = ("issue 8 item 4: Copilot SIGKILLs majordomus-mcp 3 ms after SIGTERM; the attached episode stays "
-                   "held_by a dead pid with no detached_at")
-GEMINI_PRECOMPRESS = ("issue 8 item 5: Gemini fires PreCompress before every model request and each one is counted "
-                      "as a compaction")
-CODEX_DEPRECATED = ("issue 8 item 6: install writes [features] codex_hooks = true, which Codex 0.171 calls "
-                    "deprecated on every run")
+COPILOT_SIGKILL = ("issue 8 item 4, not resolved by doing SIGTERM's work first: Copilot SIGKILLs majordomus-mcp "
+                   "3 ms after SIGTERM, and after a real Copilot sitting the attached episode still stays held_by "
+                   "a dead pid with no detached_at, which doctor WARNs about")
 TWO_EPISODES = ("issue 8 item 7: with hooks and the MCP server both wired, the model's attach opens a second, "
                 "unlinked generic episode beside the hook episode")
-# Seen here first, not among issue 8's items: a SIGTERM mid-answer ends these two with their deliberate reason.
+# Seen here first, not among issue 8's items: a SIGTERM mid-answer ends these two with their deliberate reason,
+# and the turn rule of SPEC §4.1 only rescues an end whose reason is not deliberate.
 GEMINI_KILLED = ("not in issue 8 (new): Gemini SIGTERMed mid-answer sends SessionEnd reason exit, as a finished "
-                 "-p run does, and no AfterAgent; exit is deliberate, so the kill is recorded closed")
+                 "-p run does, and no AfterAgent; exit is deliberate, so the kill is recorded closed, "
+                 "last_turn running")
 COPILOT_KILLED = ("not in issue 8 (new): Copilot SIGTERMed mid-answer sends SessionEnd reason complete, as a "
-                  "finished -p run does, and no Stop; complete is deliberate, so the kill is recorded closed")
+                  "finished -p run does, and no Stop; complete is deliberate, so the kill is recorded closed, "
+                  "last_turn running")
 
 
 def known(reason: str) -> pytest.MarkDecorator:

@@ -55,6 +55,14 @@ class Headless:
     first: Sitting
     second: Sitting
 
+    def prompt_records(self) -> list[dict[str, object]]:
+        """The two prompts' records, in the order of the sittings (two prompts of one second sort by their slug)."""
+        found = self.world.prompts()
+        opening = self.first.prompt.split(self.world.credential)[0]
+        first = [p for p in found if str(p.get("text") or "").startswith(opening)]
+        second = [p for p in found if p.get("text") == self.second.prompt]
+        return first + second + [p for p in found if p not in first and p not in second]
+
 
 def headless(world: World) -> Headless:
     driver = world.driver

@@ -40,6 +40,12 @@ def test_a_run_killed_mid_answer_is_recorded_interrupted(scenarios: Scenarios, c
 
 
 @pytest.mark.parametrize("client", each_client())
+def test_a_run_killed_mid_answer_records_its_last_turn_running(scenarios: Scenarios, client: str) -> None:
+    run = scenarios.killed(client)
+    assert [r.get("last_turn") for r in settled(run)] == ["running"]
+
+
+@pytest.mark.parametrize("client", each_client())
 def test_the_prompt_of_a_killed_run_is_linked_open_to_its_episode(scenarios: Scenarios, client: str) -> None:
     run = scenarios.killed(client)
     episode = run.sitting.new_episodes[0].session_id

@@ -15,8 +15,8 @@ from real_clients.known import COPILOT_SIGKILL, TWO_EPISODES, each_client
 from real_clients.scenarios import Mcp, Scenarios
 
 EVERY_CLIENT = {"claude_code": TWO_EPISODES, "codex": TWO_EPISODES, "gemini": TWO_EPISODES, "copilot": TWO_EPISODES}
-# Copilot's SIGKILL lands before the server's SIGTERM work in about 7 of 8 sittings; three sittings in a row
-# all beating it happens about once in 500, so the strict xfail below holds (and holds nothing up once fixed).
+# Copilot's SIGKILL lands before the server's SIGTERM work in most sittings (7 of 8 here before SIGTERM's work
+# came first, 7 of 7 after), not all: the mark is `racing` (not strict), and three sittings make a lucky win rarer.
 COPILOT_SITTINGS = 3
 
 

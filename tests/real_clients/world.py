@@ -104,7 +104,7 @@ class World:
         for folder in (self.repo, self.home, self.tmp, self.logs):
             folder.mkdir(parents=True, exist_ok=True)
         self.credential = fake_credential()
-        self.wiring = b""  # the hook file as install wrote it, put back after every run
+        self.wiring: bytes | None = None  # the hook file as install wrote it, while a run has it paced
         self.pace = True  # the driver may order the client's hooks for a run (Copilot); see Driver.paced
         self.api = FakeApi().start()
         self.runs = 0
@@ -154,6 +154,21 @@ class World:
             raise ClientFailed(f"majordomus {' '.join(args)} exited {done.returncode}: {done.stderr}")
         return done
 
+    def paced_wiring(self) -> bytes | None:
+        """Put the driver's order on the client's hooks for one run (see Driver.paced); the original bytes."""
+        if not self.driver.paces:
+            return None
+        hook_file = self.repo / self.driver.hook_file
+        original = hook_file.read_bytes()
+        paced = self.driver.paced(original)
+        hook_file.write_bytes(paced)
+        return original
+
+    def restore_wiring(self) -> None:
+        if self.wiring is not None:
+            (self.repo / self.driver.hook_file).write_bytes(self.wiring)  # the wiring install wrote, as it was
+            self.wiring = None
+
     def executable(self, argv: list[str]) -> list[str]:
         return [str(self.installed.bin / argv[0]), *argv[1:]]
 
@@ -161,10 +176,7 @@ class World:
 
     def start(self, argv: list[str]) -> tuple[subprocess.Popen[bytes], Path, Path, int]:
         self.runs += 1
-        self.wiring = (self.repo / self.driver.hook_file).read_bytes()
-        paced = self.driver.paced(self.wiring) if self.pace else None
-        if paced is not None:
-            (self.repo / self.driver.hook_file).write_bytes(paced)
+        self.wiring = self.paced_wiring() if self.pace else None
         out = self.logs / f"run{self.runs}.stdout"
         err = self.logs / f"run{self.runs}.stderr"
         with out.open("wb") as stdout, err.open("wb") as stderr:
@@ -179,7 +191,7 @@ class World:
         try:
             return self.wait_for(argv, process, out, err, first, started, timeout)
         finally:
-            (self.repo / self.driver.hook_file).write_bytes(self.wiring)  # the wiring install wrote, as it was
+            self.restore_wiring()
 
     def wait_for(self, argv: list[str], process: subprocess.Popen[bytes], out: Path, err: Path, first: int,
                  started: float, timeout: float) -> Ran:
@@ -234,7 +246,7 @@ class World:
         except ClientFailed:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
-            (self.repo / self.driver.hook_file).write_bytes(self.wiring)
+            self.restore_wiring()
             raise
         if process.poll() is not None:
             raise ClientFailed(f"{argv[0]} exited by itself mid-answer ({process.returncode})")
