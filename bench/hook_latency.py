@@ -1,8 +1,10 @@
 """Hook latency: median wall time of the hook commands against `python -c pass` of the same interpreter.
 
-Run: .venv/bin/python bench/hook_latency.py [--rounds N]
+Run: .venv/bin/python bench/hook_latency.py [--rounds N] [--build PATH/TO/majordomus ...]
 Each round runs the bare interpreter and every hook command once, alternated, in a throwaway repository,
-so the ratio is measured against a baseline from the same run on the same machine.
+so the ratio is measured against a baseline from the same run on the same machine. With --build (repeatable),
+each named `majordomus` executable (for example a regular install of an older commit in its own venv) gets its
+own repository and its commands are alternated with the others' in every round, so builds compare fairly.
 Target (issue 2): ≤ 3.0× the bare interpreter; goal 2.0×.
 """
 
@@ -32,9 +34,21 @@ def timed(argv: list[str], cwd: Path, payload: bytes = b"") -> float:
     return elapsed
 
 
+def setup_repo(root: Path, exe: str) -> tuple[Path, bool]:
+    repo = root / f"repo-{abs(hash(exe))}"
+    repo.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x.invalid", "GIT_COMMITTER_NAME": "b",
+           "GIT_COMMITTER_EMAIL": "b@x.invalid"}
+    for cmd in (["git", "init", "-q"], ["git", "commit", "-q", "--allow-empty", "-m", "x"], [exe, "init"]):
+        subprocess.run(cmd, cwd=repo, check=True, capture_output=True, env=env)
+    has_prompt = subprocess.run([exe, "capture", "prompt", "--help"], cwd=repo, capture_output=True).returncode == 0
+    return repo, has_prompt
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--build", action="append", default=[], help="another majordomus executable to alternate with")
     args = ap.parse_args()
     if not MAJORDOMUS:
         raise SystemExit("majordomus is not installed in this interpreter's environment; run make demo first")
@@ -45,42 +59,42 @@ def main() -> int:
     import majordomus
 
     compileall.compile_dir(str(Path(majordomus.__file__).parent), quiet=1)
+    builds = [MAJORDOMUS, *args.build]
+    for exe in args.build:
+        if not os.access(exe, os.X_OK):
+            raise SystemExit(f"--build {exe}: not an executable; give the path of a majordomus script")
     with tempfile.TemporaryDirectory() as tmp:
-        repo = Path(tmp) / "repo"
-        repo.mkdir()
-        env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x.invalid", "GIT_COMMITTER_NAME": "b",
-               "GIT_COMMITTER_EMAIL": "b@x.invalid"}
-        for cmd in (["git", "init", "-q"], ["git", "commit", "-q", "--allow-empty", "-m", "x"], [MAJORDOMUS, "init"]):
-            subprocess.run(cmd, cwd=repo, check=True, capture_output=True, env=env)
-        has_prompt = subprocess.run([MAJORDOMUS, "capture", "prompt", "--help"], cwd=repo,
-                                    capture_output=True).returncode == 0
-        samples: dict[str, list[float]] = {"python -c pass": [], "capture session start": [],
-                                           "capture session end": []}
-        if has_prompt:
-            samples["capture prompt"] = []
-        base = [MAJORDOMUS, "capture", "session", "--provider", "claude-code", "--event"]
+        repos = {exe: setup_repo(Path(tmp), exe) for exe in builds}
+        samples: dict[str, list[float]] = {"python -c pass": []}
+        label = {exe: ("" if len(builds) == 1 else f" [{i}]") for i, exe in enumerate(builds)}
         for i in range(args.rounds):
             ps = f"bench-{i}"
-            samples["python -c pass"].append(timed([sys.executable, "-c", "pass"], repo))
-            samples["capture session start"].append(
-                timed([*base, "start"], repo, json.dumps({"session_id": ps, "source": "startup"}).encode()))
-            if has_prompt:
-                body = {"session_id": ps, "prompt_id": f"p-{i}", "hook_event_name": "UserPromptSubmit",
-                        "prompt": f"please refactor module {i} and keep the tests green"}
-                samples["capture prompt"].append(
-                    timed([MAJORDOMUS, "capture", "prompt", "--provider", "claude-code"], repo,
-                          json.dumps(body).encode()))
-            samples["capture session end"].append(
-                timed([*base, "end"], repo, json.dumps({"session_id": ps, "reason": "logout"}).encode()))
+            samples["python -c pass"].append(timed([sys.executable, "-c", "pass"], Path(tmp)))
+            for exe in builds:
+                repo, has_prompt = repos[exe]
+                base = [exe, "capture", "session", "--provider", "claude-code", "--event"]
+                samples.setdefault(f"capture session start{label[exe]}", []).append(
+                    timed([*base, "start"], repo, json.dumps({"session_id": ps, "source": "startup"}).encode()))
+                if has_prompt:
+                    body = {"session_id": ps, "prompt_id": f"p-{i}", "hook_event_name": "UserPromptSubmit",
+                            "prompt": f"please refactor module {i} and keep the tests green"}
+                    samples.setdefault(f"capture prompt{label[exe]}", []).append(
+                        timed([exe, "capture", "prompt", "--provider", "claude-code"], repo,
+                              json.dumps(body).encode()))
+                samples.setdefault(f"capture session end{label[exe]}", []).append(
+                    timed([*base, "end"], repo, json.dumps({"session_id": ps, "reason": "logout"}).encode()))
     bare = statistics.median(samples["python -c pass"])
     print(f"hook latency, {args.rounds} alternated rounds, {sys.implementation.name} {sys.version.split()[0]}")
-    print(f"{'command':<24} {'median ms':>10} {'p90 ms':>8} {'× bare':>7}")
+    if len(builds) > 1:
+        for exe in builds:
+            print(f"  build{label[exe]}: {exe}")
+    print(f"{'command':<28} {'median ms':>10} {'p90 ms':>8} {'× bare':>7}")
     for name, values in samples.items():
         med = statistics.median(values)
         p90 = sorted(values)[int(len(values) * 0.9) - 1]
-        print(f"{name:<24} {med * 1000:>10.1f} {p90 * 1000:>8.1f} {med / bare:>7.2f}")
-    if not has_prompt:
-        print("(capture prompt is not available in this build; not measured)")
+        print(f"{name:<28} {med * 1000:>10.1f} {p90 * 1000:>8.1f} {med / bare:>7.2f}")
+    if any(not has for _, has in repos.values()):
+        print("(capture prompt is not available in one build; not measured there)")
     return 0
 
 
