@@ -57,9 +57,21 @@ def command_of(handler: dict[str, Any], name: str) -> str:
     return handler[SAMPLES[name]["wired"]["command_key"]]
 
 
+def hooks_rel(provider: Provider) -> str:
+    """Where install writes the hooks: the client's per-person file when it has one, else its shared config."""
+    rel = (provider.install.local_config if provider.install is not None else None) or provider.config
+    assert rel
+    return rel
+
+
+def exe_word(provider: Provider) -> str:
+    """The executable a hook command names: this machine's path only in a per-person file, else the bare name."""
+    local = provider.install is not None and provider.install.local_config
+    return str(MAJORDOMUS) if local else MAJORDOMUS.name
+
+
 def our_handler(repo: Path, provider: Provider, event: str) -> dict[str, Any]:
-    assert provider.config
-    doc = json.loads((repo / provider.config).read_text())
+    doc = json.loads((repo / hooks_rel(provider)).read_text())
     mine = [h for h in handlers(doc, event) if "majordomus" in command_of(h, provider.name)]
     assert len(mine) == 1, (event, handlers(doc, event))
     return mine[0]
@@ -103,8 +115,8 @@ def test_install_merges_into_existing_files_and_keeps_every_foreign_entry(initia
     if provider.install.switch is not None:  # a person's other keys in the switch's section stay beside it
         section, key = provider.install.switch
         assert doc[section] == {**foreign_hooks.get(section, {}), key: True}
-    assert mcp_entry(initialised_repo, provider)["command"] == str(MAJORDOMUS_MCP)
-    assert provider.config.encode() in done.stdout
+    assert mcp_entry(initialised_repo, provider)["command"] == MAJORDOMUS_MCP.name  # a shared file: by name
+    assert hooks_rel(provider).encode() in done.stdout
 
 
 @pytest.mark.parametrize("name", INSTALLABLE)
@@ -118,8 +130,8 @@ def test_install_writes_each_event_with_an_explicit_timeout_in_the_clients_own_u
     for ours, events in provider.session.events.items():
         for event in events:
             handler = our_handler(initialised_repo, provider, event)
-            assert shlex.split(command_of(handler, name)) == [str(MAJORDOMUS), "capture", "session", "--provider",
-                                                              name, "--event", ours]
+            assert shlex.split(command_of(handler, name)) == [exe_word(provider), "capture", "session",
+                                                              "--provider", name, "--event", ours]
             assert isinstance(handler[timeout_key], int)
     for event in provider.session.events["end"]:
         assert our_handler(initialised_repo, provider, event)[timeout_key] == wired["end_timeout"]
@@ -191,7 +203,7 @@ def test_umask_000_makes_nothing_world_writable(initialised_repo: Path, name: st
     done = install(initialised_repo, name, umask=0)
     assert done.returncode == 0, done.stderr
     provider = get_provider(name)
-    for rel in (provider.config, provider.mcp_config):
+    for rel in (hooks_rel(provider), provider.mcp_config):
         assert rel
         path = initialised_repo
         for part in Path(rel).parts:
@@ -231,7 +243,9 @@ def test_the_installed_hook_command_line_opens_and_closes_a_real_episode(initial
     provider = get_provider(name)
     assert install(initialised_repo, name).returncode == 0
     assert provider.session is not None
-    env = {**os.environ, "PATH": "/usr/bin:/bin"}  # the command line must not depend on PATH
+    # a per-person file names this machine's executable, so it needs no PATH; a shared file names it by name
+    local = exe_word(provider) != MAJORDOMUS.name
+    env = {**os.environ, "PATH": "/usr/bin:/bin" if local else f"{MAJORDOMUS.parent}:/usr/bin:/bin"}
     start = command_of(our_handler(initialised_repo, provider, provider.session.events["start"][0]), name)
     done = subprocess.run(["sh", "-c", start], cwd=initialised_repo, input=session_bytes(name, "start", f"{name}-1"),
                           env=env, capture_output=True, timeout=60, check=False)
@@ -251,7 +265,7 @@ def test_the_installed_hook_command_line_opens_and_closes_a_real_episode(initial
 def test_an_out_of_date_majordomus_entry_is_updated_in_place_not_duplicated(initialised_repo: Path) -> None:
     provider = get_provider("claude-code")
     assert install(initialised_repo, "claude-code").returncode == 0
-    settings = initialised_repo / ".claude/settings.json"
+    settings = initialised_repo / ".claude/settings.local.json"
     settings.write_text(settings.read_text().replace(str(MAJORDOMUS), "/old/venv/bin/majordomus"))
     done = install(initialised_repo, "claude-code")
     assert done.returncode == 0, done.stderr
@@ -321,3 +335,71 @@ def test_install_says_what_the_person_must_approve_in_the_client_on_every_run(in
         lines = done.stdout.decode().splitlines()
         for sentence in provider.install.approve:
             assert f"approve in {provider.title}: {sentence}" in lines, lines
+
+
+def shared_files(repo: Path) -> list[str]:
+    """Every file git would share: tracked, or untracked and not ignored."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=repo,
+                            capture_output=True, check=True, timeout=30).stdout
+    return [name for name in listed.decode().split("\0") if name]
+
+
+@pytest.mark.parametrize("name", INSTALLABLE)
+def test_no_file_teammates_get_through_git_names_a_path_of_this_machine(initialised_repo: Path, name: str) -> None:
+    """SPEC §7: what names this machine's majordomus is in the client's per-person file, kept out of git."""
+    provider = get_provider(name)
+    done = install(initialised_repo, name)
+    assert done.returncode == 0, done.stderr
+    machine = [str(MAJORDOMUS.parent), str(initialised_repo), str(Path.home())]
+    wired = {hooks_rel(provider), provider.mcp_config}
+    shared = shared_files(initialised_repo)
+    for rel in shared:
+        text = (initialised_repo / rel).read_bytes().decode("utf-8", "replace")
+        assert not [m for m in machine if m in text], f"{rel} names a path of this machine"
+    assert provider.mcp_config in shared
+    out = done.stdout.decode()
+    assert "teammates: " in out
+    local = provider.install.local_config if provider.install is not None else None
+    if local:  # the per-person file holds the path, is ignored by git, and install says each teammate runs it
+        assert local not in shared and str(MAJORDOMUS) in (initialised_repo / local).read_text()
+        assert subprocess.run(["git", "check-ignore", "-q", local], cwd=initialised_repo).returncode == 0
+        assert f"capture install --provider {name}` once after cloning" in out
+    else:
+        assert wired <= set(shared)
+
+
+def test_hooks_an_earlier_install_put_in_claude_codes_shared_settings_move_to_its_local_file(
+        initialised_repo: Path) -> None:
+    provider = get_provider("claude-code")
+    shared = initialised_repo / ".claude/settings.json"
+    shared.parent.mkdir()
+    foreign = {"type": "command", "command": "echo keep-me", "timeout": 3}
+    old = {"type": "command", "command": f"{MAJORDOMUS} capture session --provider claude-code --event start",
+           "timeout": 10}
+    shared.write_text(json.dumps({"model": "x", "hooks": {"SessionStart": [{"hooks": [old]}, {"hooks": [foreign]}],
+                                                          "Stop": [{"matcher": "", "hooks": [old | {
+                                                              "command": f"{MAJORDOMUS} capture session "
+                                                                         "--provider claude-code --event turn"},
+                                                              foreign]}]}}))
+    done = install(initialised_repo, "claude-code")
+    assert done.returncode == 0, done.stderr
+    assert b".claude/settings.json: removed majordomus's hooks SessionStart, Stop" in done.stdout
+    after = json.loads(shared.read_text())
+    assert after == {"model": "x", "hooks": {"SessionStart": [{"hooks": [foreign]}],
+                                             "Stop": [{"matcher": "", "hooks": [foreign]}]}}
+    assert provider.session is not None
+    for events in provider.session.events.values():
+        for event in events:
+            assert shlex.split(command_of(our_handler(initialised_repo, provider, event), "claude-code"))[0] == \
+                str(MAJORDOMUS)
+    again = install(initialised_repo, "claude-code")
+    assert b"nothing to change" in again.stdout and json.loads(shared.read_text()) == after
+
+
+def test_install_says_when_the_name_the_shared_files_use_is_not_on_this_path(initialised_repo: Path) -> None:
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([str(MAJORDOMUS), "capture", "install", "--provider", "codex"], cwd=initialised_repo,
+                          env=env, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"note: majordomus is not on PATH here" in done.stdout.decode()
+    assert str(MAJORDOMUS.parent) in done.stdout.decode()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,8 @@ from majordomus.clients.providers import load_providers
 STATES = {"unsupported", "unadapted", "unconfigured", "named", "wired", "verified"}
 
 
-def status_rows(run_majordomus, repo: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    done = run_majordomus("capture", "status", "--json", cwd=repo)
+def status_rows(run_majordomus, repo: Path, env: dict[str, str] | None = None) -> dict[tuple[str, str], dict[str, Any]]:
+    done = run_majordomus("capture", "status", "--json", cwd=repo, env=env)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["schema"] == "majordomus.capture-status/v1"
@@ -118,8 +119,22 @@ def test_a_configuration_naming_a_missing_executable_is_named_not_wired(initiali
     config = DECLARED[name].config
     assert config
     key = SAMPLES[name]["wired"]["command_key"]
-    hooks = initialised_repo / config
-    hooks.write_text(hooks.read_text().replace(f'"{key}": "/', f'"{key}": "/nonexistent/'))
+    install_row = DECLARED[name].install
+    hooks = initialised_repo / ((install_row.local_config if install_row else None) or config)
+    text = hooks.read_text()
+    hooks.write_text(text.replace(f'"{key}": "/', f'"{key}": "/nonexistent/').replace(
+        f'"{key}": "majordomus ', f'"{key}": "/nonexistent/majordomus '))
+    assert hooks.read_text() != text
     row = status_rows(run_majordomus, initialised_repo)[(name, "session")]
     assert row["state"] == "named"
     assert "not an executable" in row["reason"]
+
+
+def test_a_shared_file_naming_majordomus_by_name_is_named_when_this_path_lacks_it(initialised_repo: Path,
+                                                                                   run_majordomus) -> None:
+    assert run_majordomus("capture", "install", "--provider", "codex", cwd=initialised_repo).returncode == 0
+    assert status_rows(run_majordomus, initialised_repo)[("codex", "session")]["state"] == "verified"
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    row = status_rows(run_majordomus, initialised_repo, env=env)[("codex", "session")]
+    assert row["state"] == "named"
+    assert "not an executable on this PATH" in row["reason"] and "put majordomus on the PATH" in row["reason"]

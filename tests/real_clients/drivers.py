@@ -257,7 +257,7 @@ class Copilot(Driver):
 
 
 DRIVERS: dict[str, Driver] = {
-    "claude-code": ClaudeCode("claude-code", "claude", ".claude/settings.json"),
+    "claude-code": ClaudeCode("claude-code", "claude", ".claude/settings.local.json"),
     "codex": Codex("codex", "codex", ".codex/hooks.json"),
     "gemini": Gemini("gemini", "gemini", ".gemini/settings.json"),
     "copilot": Copilot("copilot", "copilot", ".github/hooks/majordomus.json"),

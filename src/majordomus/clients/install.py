@@ -12,6 +12,7 @@ import os
 import shlex
 import shutil
 import stat
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -301,8 +302,18 @@ class PlannedWrite:
     mode: int
 
 
+def hooks_file(provider: Provider) -> str | None:
+    """Where the hooks go: the client's per-person file when it has one kept out of git, else its (tracked) config."""
+    shape = provider.install
+    return (shape.local_config if shape is not None else None) or provider.config
+
+
 def plan(root: Path, provider: Provider, exe: Path, mcp: Path) -> tuple[list[PlannedWrite], list[str]]:
-    """Read and merge every file first, write nothing: a refusal of one file leaves all of them as they were."""
+    """Read and merge every file first, write nothing: a refusal of one file leaves all of them as they were.
+
+    A file teammates get through git names the executables by name (a command that works on every clone where
+    majordomus is on PATH); only the client's per-person file names this machine's path (SPEC §7).
+    """
     shape = provider.install
     assert shape is not None  # install() admits only providers with an install shape
     docs: dict[str, tuple[dict[str, Any], bytes | None, dict[str, Any]]] = {}
@@ -315,11 +326,16 @@ def plan(root: Path, provider: Provider, exe: Path, mcp: Path) -> tuple[list[Pla
             docs[rel] = (doc, raw, json.loads(json.dumps(doc)))  # a deep copy: what the file said before
         return docs[rel][0]
 
-    if provider.config:
-        changes += merge_hooks(doc_of(provider.config), provider, shape, exe, provider.config)
+    hooks_rel = hooks_file(provider)
+    if hooks_rel:
+        local = hooks_rel == shape.local_config
+        changes += merge_hooks(doc_of(hooks_rel), provider, shape, exe if local else Path(exe.name), hooks_rel)
+        if local and provider.config and (root / provider.config).exists():
+            changes += drop_hooks(doc_of(provider.config), provider, shape, provider.config, hooks_rel)
     writes: list[PlannedWrite] = []
+    shared_mcp = Path(mcp.name)
     if provider.mcp_config and shape.mcp_style == "json":
-        changes += merge_mcp_json(doc_of(provider.mcp_config), shape, mcp, provider.mcp_config)
+        changes += merge_mcp_json(doc_of(provider.mcp_config), shape, shared_mcp, provider.mcp_config)
     elif provider.mcp_config:
         rel = provider.mcp_config
         _refuse_links(root, rel)
@@ -329,7 +345,7 @@ def plan(root: Path, provider: Provider, exe: Path, mcp: Path) -> tuple[list[Pla
         except UnicodeDecodeError:
             raise RefusedError(f"{rel} is not UTF-8 text; majordomus refuses to overwrite it",
                                f"fix {rel}, then run capture install again") from None
-        new_text, toml_changes = merge_codex_toml(original, mcp, rel)
+        new_text, toml_changes = merge_codex_toml(original, shared_mcp, rel)
         changes += toml_changes
         if new_text != original:
             writes.append(PlannedWrite(rel, new_text.encode("utf-8"), _mode_for(path)))
@@ -337,6 +353,100 @@ def plan(root: Path, provider: Provider, exe: Path, mcp: Path) -> tuple[list[Pla
         if raw is None or doc != before:
             writes.append(PlannedWrite(rel, json_bytes(doc, raw), _mode_for(root / rel)))
     return writes, changes
+
+
+def drop_hooks(doc: dict[str, Any], provider: Provider, shape: InstallRow, rel: str, moved_to: str) -> list[str]:
+    """Take majordomus's own handlers out of a tracked file (an earlier install put them there); keep the rest."""
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, dict):
+        return []
+    dropped: list[str] = []
+    for want in wanted_hooks(provider):
+        entries = hooks.get(want.client_event)
+        if not isinstance(entries, list):
+            continue
+        kept: list[Any] = []
+        changed = False
+        for entry in entries:
+            if shape.hook_style == "flat":
+                if isinstance(entry, dict) and is_ours(entry.get(shape.command_key), want.tail):
+                    changed = True
+                    continue
+            elif isinstance(entry, dict) and isinstance(entry.get("hooks"), list):
+                inner = [h for h in entry["hooks"]
+                         if not (isinstance(h, dict) and is_ours(h.get(shape.command_key), want.tail))]
+                if len(inner) != len(entry["hooks"]):
+                    changed = True
+                    if not inner and set(entry) <= {"hooks", "matcher"}:
+                        continue  # the group held only our handler
+                    entry = {**entry, "hooks": inner}
+            kept.append(entry)
+        if changed:
+            dropped.append(want.client_event)
+            if kept:
+                hooks[want.client_event] = kept
+            else:
+                del hooks[want.client_event]
+    if not hooks:
+        del doc["hooks"]
+    if not dropped:
+        return []
+    return [f"{rel}: removed majordomus's hooks {', '.join(dropped)} (a tracked file; they now live in {moved_to})"]
+
+
+def sharing_lines(root: Path, provider: Provider, exe: Path) -> list[str]:
+    """What each written file means for the team, and whether this machine's clients will find the commands."""
+    shape = provider.install
+    assert shape is not None
+    hooks_tracked = None if shape.local_config else provider.config
+    tracked = [f for f in dict.fromkeys((hooks_tracked, provider.mcp_config)) if f]
+    lines: list[str] = []
+    if tracked:
+        verb = "names" if len(tracked) == 1 else "name"
+        lines.append(f"shared: {', '.join(tracked)} {verb} majordomus by name, never a path of this machine, so they "
+                     "work on every clone where majordomus is on PATH")
+    if shape.local_config:
+        lines.append(f"yours: {shape.local_config} is {provider.title}'s per-person file, kept out of git; it names "
+                     f"{exe}")
+    teammate = "each teammate installs majordomus so it is on PATH (pipx install majordomus, or its virtualenv active)"
+    if shape.local_config:
+        teammate += f" and runs `majordomus capture install --provider {provider.name}` once after cloning"
+    lines.append(f"teammates: {teammate}")
+    on_path = shutil.which(exe.name)
+    if on_path is None:
+        lines.append(f"note: {exe.name} is not on PATH here, so {provider.title} will not find the command the shared "
+                     f"files name: start it with {exe.parent} on PATH (activate the virtualenv), or install majordomus "
+                     "with pipx")
+    elif Path(on_path).absolute() != exe:
+        lines.append(f"note: {exe.name} on PATH here is {on_path}, not this installation ({exe}); the clients will run "
+                     "that one")
+    return lines
+
+
+def ensure_ignored(root: Path, rel: str) -> list[str]:
+    """A per-person file must stay out of git: add it to the repository's own exclude file when nothing ignores it."""
+    try:
+        check = subprocess.run(["git", "--no-optional-locks", "-C", str(root), "check-ignore", "-q", "--", rel],
+                               capture_output=True, timeout=5)
+        if check.returncode != 1:  # 0: ignored already; 128: not a git repository (nothing to add to)
+            return []
+        where = subprocess.run(["git", "--no-optional-locks", "-C", str(root), "rev-parse", "--git-path",
+                                "info/exclude"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return [f"note: could not ask git whether {rel} is ignored; keep it out of commits (it names this machine's "
+                "paths)"]
+    if where.returncode != 0 or not where.stdout.strip():
+        return []
+    exclude = Path(where.stdout.strip())
+    exclude = exclude if exclude.is_absolute() else root / exclude
+    if exclude.is_symlink():
+        return [f"note: {exclude} is a symbolic link; add {rel} to it by hand"]
+    before = exclude.read_bytes() if exclude.exists() else b""
+    line = f"/{rel}\n".encode()
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(exclude, before + (b"" if not before or before.endswith(b"\n") else b"\n") + line, mode=0o644)
+    shown = exclude.relative_to(root) if exclude.is_relative_to(root) else exclude
+    return [f"{rel}: added to git's exclude file ({shown}), so it is never committed"]
 
 
 def _mode_for(path: Path) -> int:
@@ -378,14 +488,19 @@ def install(root: Path, provider_name: str) -> list[str]:
                            f"wire one of: {', '.join(wireable)}")
     exe, mcp = _require("majordomus"), _require("majordomus-mcp")
     writes, changes = plan(root, provider, exe, mcp)
+    local = provider.install.local_config if provider.install is not None else None
     # said on every run, written or not: the client's own consent is not a file majordomus can write
     approve = [f"approve in {provider.title}: {line}" for line in
                (provider.install.approve if provider.install is not None else ())]
     for w in writes:
         _ensure_parent(root, w.rel)
         write_atomic(root / w.rel, w.data, mode=w.mode)
+    if local and (root / local).exists():
+        changes += ensure_ignored(root, local)
+    sharing = sharing_lines(root, provider, exe)
     if not writes:
-        files = ", ".join(dict.fromkeys(f for f in (provider.config, provider.mcp_config) if f))
+        files = ", ".join(dict.fromkeys(f for f in (local, provider.config, provider.mcp_config)
+                                        if f and (root / f).exists()))
         return [*changes, f"capture install --provider {provider.name}: nothing to change; "
-                          f"{files} already wire majordomus", *approve]
-    return changes + list(provider.install.notes if provider.install is not None else ()) + approve
+                          f"{files} already wire majordomus", *sharing, *approve]
+    return changes + list(provider.install.notes if provider.install is not None else ()) + sharing + approve

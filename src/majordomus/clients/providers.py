@@ -36,7 +36,7 @@ HOOK_STYLES = ("nested", "flat")  # nested: event -> [{matcher?, hooks: [handler
 MCP_STYLES = ("json", "codex-toml")  # json: mcpServers.majordomus; codex-toml: [mcp_servers.majordomus]
 INSTALL_KEYS = frozenset({"hook_style", "command_key", "timeout_key", "handler_extra", "top_extra",
                           "end_cap_seconds", "mcp_style", "mcp_extra", "switch", "notes", "approve",
-                          "unsupported"})
+                          "local_config", "unsupported"})
 
 
 @value
@@ -85,6 +85,8 @@ class InstallRow:
     switch: tuple[str, str] | None  # a section.key the client needs true before it runs hooks
     notes: tuple[str, ...]  # lines install prints after it wrote something
     approve: tuple[str, ...]  # what the person must approve in the client before it runs the wiring
+    # the client's per-person settings file, kept out of git: the hooks go there, naming this machine's executable
+    local_config: str | None
     unsupported: str | None  # the sentence that says why majordomus cannot write this client's hooks
 
 
@@ -129,6 +131,7 @@ def _install(raw: dict[str, Any] | None) -> InstallRow | None:
         mcp_style=raw.get("mcp_style", "json"), mcp_extra=dict(raw.get("mcp_extra") or {}),
         switch=(switch[0], switch[1]) if switch and len(switch) == 2 else None,
         notes=_tuple(raw, "notes"), approve=_tuple(raw, "approve"),
+        local_config=str(raw["local_config"]) if raw.get("local_config") else None,
         unsupported=str(raw["unsupported"]) if raw.get("unsupported") else None)
 
 

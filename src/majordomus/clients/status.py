@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from majordomus.clients.install import (
     WantedHook,
     find_executable,
     hook_commands,
+    hooks_file,
     install_gap,
     is_connection,
     is_ours,
@@ -128,29 +130,47 @@ def _hook_row(root: Path, p: Provider, aspect: Aspect, pending: list[tuple[int, 
         return Row(p.name, aspect, capability, "unadapted",
                    f"declares {offer_key}: {capability} and `majordomus {path} --provider {p.name}` reads its "
                    f"payloads, but capture install cannot wire it: {gap}", evidence)
-    rel = p.config
+    # the client reads both its per-person file (where install writes) and its tracked one (an older install's)
+    rels = [r for r in dict.fromkeys((hooks_file(p), p.config)) if r]
     install = f"run majordomus capture install --provider {p.name}"
-    if not rel or not (root / rel).exists():
-        return Row(p.name, aspect, capability, "unconfigured", f"{rel or 'its configuration'} is missing; {install}",
-                   evidence)
-    try:
-        doc, _ = read_json_config(root, rel)
-    except RefusedError as err:
-        return Row(p.name, aspect, capability, "named", f"{err.message}", evidence)
+    present = [r for r in rels if (root / r).exists()]
+    if not present:
+        return Row(p.name, aspect, capability, "unconfigured", f"{rels[0] if rels else 'its configuration'} is "
+                   f"missing; {install}", evidence)
     assert p.install is not None  # install_gap is None only for a provider with an install shape
-    commands = hook_commands(doc or {}, p.install)
+    commands: dict[str, list[str]] = {}
+    for rel in present:
+        try:
+            doc, _ = read_json_config(root, rel)
+        except RefusedError as err:
+            return Row(p.name, aspect, capability, "named", f"{err.message}", evidence)
+        for event, found in hook_commands(doc or {}, p.install).items():
+            commands.setdefault(event, []).extend(found)
+    rel = " and ".join(present)
     missing = [w.client_event for w in wants if not any(is_ours(c, w.tail) for c in commands.get(w.client_event, []))]
     if missing:
         return Row(p.name, aspect, capability, "named",
-                   f"{rel} exists but does not call majordomus for {', '.join(missing)}; {install}", evidence)
+                   f"{rel} {'exists' if len(present) == 1 else 'exist'} but {'does' if len(present) == 1 else 'do'} "
+                   f"not call majordomus for {', '.join(missing)}; {install}", evidence)
     probe = _probe_command(wants, commands)
     words = split_command(probe[1]) or []
-    if not words or not (Path(words[0]).is_absolute() and os.access(words[0], os.X_OK)):
+    found = _resolve(words[0]) if words else None
+    if found is None:
+        named = words[0] if words else "?"
+        where = "" if not words or os.sep in named else " on this PATH"
         return Row(p.name, aspect, capability, "named",
-                   f"{rel} calls {words[0] if words else '?'}, which is not an executable here; {install}", evidence)
+                   f"{rel} calls {named}, which is not an executable{where} here; {install}"
+                   + ("" if not where else ", or put majordomus on the PATH the client starts with"), evidence)
     events = ", ".join(w.client_event for w in wants)
     pending.append((index, _hook_selftest(root, p, aspect, words)))
     return Row(p.name, aspect, capability, "wired", f"{rel} calls {words[0]} for {events}", evidence)
+
+
+def _resolve(command: str) -> str | None:
+    """The executable a client would run: an absolute path as it is, a bare name (a shared file's) through PATH."""
+    if os.sep in command:
+        return command if Path(command).is_absolute() and os.access(command, os.X_OK) else None
+    return shutil.which(command)
 
 
 def _probe_command(wants: list[WantedHook], commands: dict[str, list[str]]) -> tuple[WantedHook, str]:
