@@ -154,8 +154,8 @@ def _hook_row(root: Path, p: Provider, aspect: Aspect, pending: list[tuple[int, 
                    f"not call majordomus for {', '.join(missing)}; {install}", evidence)
     probe = _probe_command(wants, commands)
     words = split_command(probe[1]) or []
-    found = _resolve(words[0]) if words else None
-    if found is None:
+    resolved = _resolve(words[0]) if words else None
+    if resolved is None:
         named = words[0] if words else "?"
         where = "" if not words or os.sep in named else " on this PATH"
         return Row(p.name, aspect, capability, "named",
