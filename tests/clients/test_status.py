@@ -13,7 +13,7 @@ import pytest
 from clients.samples import CONNECTION, DECLARED, INSTALLABLE, SAMPLES, UNINSTALLABLE
 from majordomus.clients.providers import load_providers
 
-STATES = {"unsupported", "unadapted", "unconfigured", "named", "wired", "verified"}
+STATES = {"unsupported", "unadapted", "unconfigured", "named", "wired", "verified", "untrusted"}
 
 
 def status_rows(run_majordomus, repo: Path, env: dict[str, str] | None = None) -> dict[tuple[str, str], dict[str, Any]]:
@@ -29,6 +29,33 @@ def status_rows(run_majordomus, repo: Path, env: dict[str, str] | None = None) -
     return rows
 
 
+def codex_keys(repo: Path) -> list[str]:
+    """Codex's trust keys for majordomus's handlers: <absolute hooks.json>:<snake event>:<group>:<handler>."""
+    doc = json.loads((repo / ".codex/hooks.json").read_text())
+    path = os.path.realpath(repo / ".codex/hooks.json")
+    keys = []
+    for event, groups in doc["hooks"].items():
+        snake = re.sub(r"(?<!^)([A-Z])", r"_\1", event).lower()
+        for i, group in enumerate(groups):
+            keys += [f"{path}:{snake}:{i}:{j}" for j, h in enumerate(group["hooks"]) if "majordomus" in h["command"]]
+    return keys
+
+
+def trust_everything(repo: Path, codex_hooks: bool = True) -> None:
+    """What a person does in each client's trust dialog, as each client stores it (REAL-CLIENTS.md)."""
+    home = Path(os.environ["HOME"])
+    place = os.path.realpath(repo)
+    (home / ".codex").mkdir(exist_ok=True)
+    text = f'[projects.{json.dumps(place)}]\ntrust_level = "trusted"\n'
+    if codex_hooks and (repo / ".codex/hooks.json").exists():
+        text += "".join(f'\n[hooks.state.{json.dumps(k)}]\ntrusted_hash = "sha256:00"\n' for k in codex_keys(repo))
+    (home / ".codex/config.toml").write_text(text)
+    (home / ".gemini").mkdir(exist_ok=True)
+    (home / ".gemini/trustedFolders.json").write_text(json.dumps({place: "TRUST_FOLDER"}))
+    (home / ".copilot").mkdir(exist_ok=True)
+    (home / ".copilot/config.json").write_text(json.dumps({"trustedFolders": [place]}))
+
+
 def layer_snapshot(repo: Path) -> dict[str, bytes]:
     """Every file under .ai/, by path: a dry run must leave this byte for byte."""
     return {str(p.relative_to(repo)): p.read_bytes() for p in sorted((repo / ".ai").rglob("*")) if p.is_file()}
@@ -40,7 +67,7 @@ def test_every_declared_provider_and_aspect_has_exactly_one_row_with_evidence(in
     declared = {(name, aspect) for name in load_providers() for aspect in ("session", "prompt")}
     assert set(rows) == declared
     for key, row in rows.items():
-        assert set(row) == {"provider", "aspect", "capability", "state", "reason", "evidence"}
+        assert set(row) == {"provider", "aspect", "capability", "state", "reason", "evidence", "last_event"}
         assert row["state"] in STATES, key
         assert len(row["evidence"]) > 24, key
         assert row["reason"], key
@@ -94,6 +121,7 @@ def test_a_client_is_unconfigured_until_install_wires_it(initialised_repo: Path,
     assert rows[(name, "session")]["state"] == "unconfigured"
     assert f"capture install --provider {name}" in rows[(name, "session")]["reason"]
     assert run_majordomus("capture", "install", "--provider", name, cwd=initialised_repo).returncode == 0
+    trust_everything(initialised_repo)
     before = layer_snapshot(initialised_repo)
     rows = status_rows(run_majordomus, initialised_repo)
     assert rows[(name, "session")]["state"] == "verified"  # its own command line, dry-run
@@ -133,8 +161,84 @@ def test_a_configuration_naming_a_missing_executable_is_named_not_wired(initiali
 def test_a_shared_file_naming_majordomus_by_name_is_named_when_this_path_lacks_it(initialised_repo: Path,
                                                                                    run_majordomus) -> None:
     assert run_majordomus("capture", "install", "--provider", "codex", cwd=initialised_repo).returncode == 0
+    trust_everything(initialised_repo)
     assert status_rows(run_majordomus, initialised_repo)[("codex", "session")]["state"] == "verified"
     env = {**os.environ, "PATH": "/usr/bin:/bin"}
     row = status_rows(run_majordomus, initialised_repo, env=env)[("codex", "session")]
     assert row["state"] == "named"
     assert "not an executable on this PATH" in row["reason"] and "put majordomus on the PATH" in row["reason"]
+
+
+TRUSTED_BY_FILE = ("codex", "gemini", "copilot")  # the clients whose trust store is a file majordomus can read
+
+
+@pytest.mark.parametrize("name", TRUSTED_BY_FILE)
+def test_a_client_whose_trust_store_refuses_these_hooks_is_untrusted_not_verified(initialised_repo: Path,
+                                                                                run_majordomus, name: str) -> None:
+    """SPEC §6: `verified` proves majordomus's half only; a client that will not run the hooks says so."""
+    assert run_majordomus("capture", "install", "--provider", name, cwd=initialised_repo).returncode == 0
+    rows = status_rows(run_majordomus, initialised_repo)
+    for aspect in ("session", "prompt"):
+        row = rows[(name, aspect)]
+        assert row["state"] == "untrusted", (aspect, row)
+        assert "majordomus's half: " in row["reason"] and "reached the real path" in row["reason"]
+    trust_everything(initialised_repo)
+    assert {status_rows(run_majordomus, initialised_repo)[(name, a)]["state"] for a in ("session", "prompt")} == \
+        {"verified"}
+
+
+def test_codex_trusting_the_project_but_not_reviewing_these_hooks_is_untrusted_and_another_clones_review_does_not_count(
+        initialised_repo: Path, tmp_path: Path, run_majordomus) -> None:
+    assert run_majordomus("capture", "install", "--provider", "codex", cwd=initialised_repo).returncode == 0
+    trust_everything(initialised_repo, codex_hooks=False)
+    row = status_rows(run_majordomus, initialised_repo)[("codex", "session")]
+    assert row["state"] == "untrusted" and "Hooks need review" in row["reason"] and "SessionStart" in row["reason"]
+    config = Path(os.environ["HOME"]) / ".codex/config.toml"
+    elsewhere = [k.replace(os.path.realpath(initialised_repo), str(tmp_path / "other-clone")) for k in
+                 codex_keys(initialised_repo)]
+    config.write_text(config.read_text() + "".join(f'\n[hooks.state.{json.dumps(k)}]\ntrusted_hash = "sha256:00"\n'
+                                                   for k in elsewhere))
+    assert status_rows(run_majordomus, initialised_repo)[("codex", "session")]["state"] == "untrusted"
+    config.unlink()
+    row = status_rows(run_majordomus, initialised_repo)[("codex", "session")]
+    assert row["state"] == "untrusted" and "has reviewed no hook here" in row["reason"]
+
+
+def test_gemini_folder_rules_the_most_specific_wins_and_folder_trust_off_means_trusted(initialised_repo: Path,
+                                                                                     run_majordomus) -> None:
+    assert run_majordomus("capture", "install", "--provider", "gemini", cwd=initialised_repo).returncode == 0
+    gemini = Path(os.environ["HOME"]) / ".gemini"
+    gemini.mkdir()
+    place = Path(os.path.realpath(initialised_repo))
+
+    def state(rules: dict[str, str]) -> str:
+        (gemini / "trustedFolders.json").write_text(json.dumps(rules))
+        return status_rows(run_majordomus, initialised_repo)[("gemini", "session")]["state"]
+
+    assert state({str(place.parent): "TRUST_FOLDER"}) == "verified"
+    assert state({str(place.parent): "TRUST_FOLDER", str(place): "DO_NOT_TRUST"}) == "untrusted"
+    assert state({str(place / "sub"): "TRUST_PARENT"}) == "verified"
+    assert state({str(place.parent / "elsewhere"): "TRUST_FOLDER"}) == "untrusted"
+    (gemini / "settings.json").write_text(json.dumps({"security": {"folderTrust": {"enabled": False}}}))
+    assert state({}) == "verified"
+
+
+def test_each_row_says_when_a_real_event_from_the_client_last_reached_capture_here(initialised_repo: Path,
+                                                                                  run_majordomus) -> None:
+    assert run_majordomus("capture", "install", "--provider", "claude-code", cwd=initialised_repo).returncode == 0
+    rows = status_rows(run_majordomus, initialised_repo)
+    for aspect in ("session", "prompt"):
+        assert rows[("claude-code", aspect)]["last_event"] is None
+        assert "no real event from it has reached capture here yet" in rows[("claude-code", aspect)]["reason"]
+    started = run_majordomus("capture", "session", "--provider", "claude-code", "--event", "start",
+                             cwd=initialised_repo, input=json.dumps({"session_id": "s-1", "source": "startup"}).encode())
+    assert started.returncode == 0, started.stderr
+    rows = status_rows(run_majordomus, initialised_repo)
+    at = rows[("claude-code", "session")]["last_event"]
+    assert at and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", at) and f"last real event here {at}" in \
+        rows[("claude-code", "session")]["reason"]
+    assert rows[("claude-code", "prompt")]["last_event"] is None and rows[("codex", "session")]["last_event"] is None
+    prompt = run_majordomus("capture", "prompt", "--provider", "claude-code", cwd=initialised_repo,
+                            input=json.dumps({"session_id": "s-1", "prompt": "tidy the module"}).encode())
+    assert prompt.returncode == 0, prompt.stderr
+    assert status_rows(run_majordomus, initialised_repo)[("claude-code", "prompt")]["last_event"]

@@ -13,11 +13,6 @@ import pytest
 
 from real_clients.drivers import CLIENTS
 
-CODEX_UNTRUSTED = ("issue 8 item 1: codex exec runs no untrusted hook and says nothing, "
-                   "while capture status says verified")
-GEMINI_UNTRUSTED = ("issue 8 item 1: Gemini in an untrusted folder runs no hook (gemini -p exits 55), "
-                    "while capture status says verified")
-LAST_EVENT = "issue 8 item 1 (its resolution): status rows do not say when a real event last reached capture"
 COPILOT_RACE = ("issue 8 item 3: Copilot starts SessionStart and UserPromptSubmit at once; with a slow start the "
                 "prompt is archived orphan and reconcile leaves it so")
 COPILOT_SIGKILL = ("issue 8 item 4, not resolved by doing SIGTERM's work first: Copilot SIGKILLs majordomus-mcp "

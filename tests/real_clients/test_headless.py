@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from real_clients.known import LAST_EVENT, each_client
+from real_clients.known import each_client
 from real_clients.scenarios import Scenarios
 from real_clients.world import model_texts
 
@@ -71,8 +71,7 @@ def test_status_says_verified_for_both_aspects_of_the_client(scenarios: Scenario
     assert states == {"session": "verified", "prompt": "verified"}
 
 
-@pytest.mark.parametrize("client", each_client(claude_code=LAST_EVENT, codex=LAST_EVENT, gemini=LAST_EVENT,
-                                               copilot=LAST_EVENT))
+@pytest.mark.parametrize("client", each_client())
 def test_status_says_when_a_real_event_of_the_client_last_reached_capture(scenarios: Scenarios, client: str) -> None:
     run = scenarios.headless(client)
     reasons = [row["reason"] for row in run.world.status_rows() if row["provider"] == client]

@@ -8,7 +8,6 @@ not `verified`, wherever the client's trust store is a readable file (SPEC §6).
 
 from __future__ import annotations
 
-from real_clients.known import CODEX_UNTRUSTED, GEMINI_UNTRUSTED, known
 from real_clients.scenarios import Scenarios, Untrusted
 
 GEMINI_UNTRUSTED_EXIT = 55
@@ -24,7 +23,6 @@ def test_codex_runs_no_project_hook_until_a_person_reviews_it(scenarios: Scenari
     assert run.sitting.new_episodes == [] and run.world.prompts() == []
 
 
-@known(CODEX_UNTRUSTED)
 def test_status_says_untrusted_while_codex_would_run_none_of_the_hooks(scenarios: Scenarios) -> None:
     assert session_state(scenarios.untrusted("codex"), "codex") == "untrusted"
 
@@ -35,6 +33,5 @@ def test_gemini_runs_nothing_in_a_folder_it_was_not_told_to_trust(scenarios: Sce
     assert run.sitting.new_episodes == [] and run.world.prompts() == []
 
 
-@known(GEMINI_UNTRUSTED)
 def test_status_says_untrusted_while_gemini_would_run_none_of_the_hooks(scenarios: Scenarios) -> None:
     assert session_state(scenarios.untrusted("gemini"), "gemini") == "untrusted"

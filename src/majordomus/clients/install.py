@@ -205,6 +205,23 @@ def hook_commands(doc: dict[str, Any], shape: InstallRow) -> dict[str, list[str]
     return out
 
 
+def our_places(doc: dict[str, Any], provider: Provider, shape: InstallRow) -> dict[str, list[tuple[int, int, str]]]:
+    """Where majordomus's handlers sit in a hook file: client event -> [(group index, handler index, command)]."""
+    out: dict[str, list[tuple[int, int, str]]] = {}
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, dict):
+        return out
+    for want in wanted_hooks(provider):
+        entries = hooks.get(want.client_event)
+        for gi, entry in enumerate(entries if isinstance(entries, list) else []):
+            group = [entry] if shape.hook_style == "flat" else (entry.get("hooks") if isinstance(entry, dict) else [])
+            for hi, handler in enumerate(group if isinstance(group, list) else []):
+                command = handler.get(shape.command_key) if isinstance(handler, dict) else None
+                if isinstance(command, str) and is_ours(command, want.tail):
+                    out.setdefault(want.client_event, []).append((gi, hi, command))
+    return out
+
+
 def _handlers(entries: list[Any], shape: InstallRow) -> list[dict[str, Any]]:
     if shape.hook_style == "flat":
         return [h for h in entries if isinstance(h, dict)]

@@ -36,7 +36,7 @@ HOOK_STYLES = ("nested", "flat")  # nested: event -> [{matcher?, hooks: [handler
 MCP_STYLES = ("json", "codex-toml")  # json: mcpServers.majordomus; codex-toml: [mcp_servers.majordomus]
 INSTALL_KEYS = frozenset({"hook_style", "command_key", "timeout_key", "handler_extra", "top_extra",
                           "end_cap_seconds", "mcp_style", "mcp_extra", "switch", "notes", "approve",
-                          "local_config", "unsupported"})
+                          "local_config", "trust", "unsupported"})
 
 
 @value
@@ -87,6 +87,7 @@ class InstallRow:
     approve: tuple[str, ...]  # what the person must approve in the client before it runs the wiring
     # the client's per-person settings file, kept out of git: the hooks go there, naming this machine's executable
     local_config: str | None
+    trust: str | None  # the reader of the client's own trust store (clients/trust.py), where it is a readable file
     unsupported: str | None  # the sentence that says why majordomus cannot write this client's hooks
 
 
@@ -132,6 +133,7 @@ def _install(raw: dict[str, Any] | None) -> InstallRow | None:
         switch=(switch[0], switch[1]) if switch and len(switch) == 2 else None,
         notes=_tuple(raw, "notes"), approve=_tuple(raw, "approve"),
         local_config=str(raw["local_config"]) if raw.get("local_config") else None,
+        trust=str(raw["trust"]) if raw.get("trust") else None,
         unsupported=str(raw["unsupported"]) if raw.get("unsupported") else None)
 
 

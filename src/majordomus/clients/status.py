@@ -12,10 +12,11 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from majordomus.clients.evidence import last_events
 from majordomus.clients.install import (
     WantedHook,
     find_executable,
@@ -24,16 +25,19 @@ from majordomus.clients.install import (
     install_gap,
     is_connection,
     is_ours,
+    our_places,
     read_json_config,
     split_command,
     wanted_hooks,
 )
 from majordomus.clients.providers import Provider, load_providers
+from majordomus.clients.trust import untrusted
 from majordomus.errors import RefusedError
 
 SCHEMA = "majordomus.capture-status/v1"
+CONNECTION_PROVIDER = "generic"  # its prompt row is unsupported by declaration; its session row has no hook
 SELFTEST_SECONDS = 10.0
-State = Literal["unsupported", "unadapted", "unconfigured", "named", "wired", "verified"]
+State = Literal["unsupported", "unadapted", "unconfigured", "named", "wired", "verified", "untrusted"]
 Aspect = Literal["session", "prompt"]
 
 
@@ -45,6 +49,7 @@ class Row:
     state: State
     reason: str
     evidence: str
+    last_event: str | None = None  # when a real event of this aspect from this client last reached capture here
 
     @property
     def label(self) -> str:
@@ -113,7 +118,8 @@ def _connection_row(root: Path, p: Provider, pending: list[tuple[int, SelfTest]]
     return Row(p.name, "session", "connection", "wired", f"{mcp} is in place", evidence)
 
 
-def _hook_row(root: Path, p: Provider, aspect: Aspect, pending: list[tuple[int, SelfTest]], index: int) -> Row:
+def _hook_row(root: Path, p: Provider, aspect: Aspect, pending: list[tuple[int, SelfTest]], index: int,
+              distrust: dict[int, str]) -> Row:
     offer_key = "episode" if aspect == "session" else "prompts"
     capability = p.offers.get(offer_key, "none")
     evidence = p.evidence.get(offer_key, "")
@@ -139,13 +145,19 @@ def _hook_row(root: Path, p: Provider, aspect: Aspect, pending: list[tuple[int, 
                    f"missing; {install}", evidence)
     assert p.install is not None  # install_gap is None only for a provider with an install shape
     commands: dict[str, list[str]] = {}
+    docs: dict[str, dict[str, Any]] = {}
     for rel in present:
         try:
             doc, _ = read_json_config(root, rel)
         except RefusedError as err:
             return Row(p.name, aspect, capability, "named", f"{err.message}", evidence)
+        docs[rel] = doc or {}
         for event, found in hook_commands(doc or {}, p.install).items():
             commands.setdefault(event, []).extend(found)
+    places = our_places(docs.get(hooks_file(p) or "", {}), p, p.install)
+    sentence = untrusted(root, p, {e: v for e, v in places.items() if e in {w.client_event for w in wants}})
+    if sentence is not None:
+        distrust[index] = sentence
     rel = " and ".join(present)
     missing = [w.client_event for w in wants if not any(is_ours(c, w.tail) for c in commands.get(w.client_event, []))]
     if missing:
@@ -208,6 +220,7 @@ def rows(root: Path) -> list[Row]:
     table = load_providers()
     out: list[Row] = []
     pending: list[tuple[int, SelfTest]] = []
+    distrust: dict[int, str] = {}
     for name in sorted(table):
         p = table[name]
         for aspect in ("session", "prompt"):
@@ -215,17 +228,27 @@ def rows(root: Path) -> list[Row]:
             if aspect == "session" and is_connection(p):
                 out.append(_connection_row(root, p, pending, index))
             else:
-                out.append(_hook_row(root, p, aspect, pending, index))
+                out.append(_hook_row(root, p, aspect, pending, index, distrust))
     for index, test in pending:
         ok, why = test.passed()
         row = out[index]
         if ok:
             path = "capture session" if row.aspect == "session" else "capture prompt"
-            out[index] = Row(row.provider, row.aspect, row.capability, "verified",
-                             f"{row.reason}; a dry run through `majordomus {path} --provider {row.provider}` "
-                             f"reached the real path and wrote nothing", row.evidence)
+            out[index] = replace(row, state="verified", reason=f"{row.reason}; a dry run through `majordomus {path} "
+                                 f"--provider {row.provider}` reached the real path and wrote nothing")
         else:
-            out[index] = Row(row.provider, row.aspect, row.capability, row.state, f"{row.reason}; {why}", row.evidence)
+            out[index] = replace(row, reason=f"{row.reason}; {why}")
+    for index, sentence in distrust.items():  # majordomus's half may be verified; the client's half is not
+        row = out[index]
+        if row.state in ("wired", "verified"):
+            out[index] = replace(row, state="untrusted", reason=f"{sentence} (majordomus's half: {row.reason})")
+    seen = last_events(root)
+    for index, row in enumerate(out):
+        if row.state in ("unsupported", "unadapted") or (row.provider, row.aspect) == (CONNECTION_PROVIDER, "prompt"):
+            continue
+        at = seen.get((row.provider, row.aspect))
+        told = f"last real event here {at}" if at else "no real event from it has reached capture here yet"
+        out[index] = replace(row, reason=f"{row.reason}; {told}", last_event=at)
     return out
 
 
