@@ -13,8 +13,6 @@ import pytest
 
 from real_clients.drivers import CLIENTS
 
-COPILOT_RACE = ("issue 8 item 3: Copilot starts SessionStart and UserPromptSubmit at once; with a slow start the "
-                "prompt is archived orphan and reconcile leaves it so")
 COPILOT_SIGKILL = ("issue 8 item 4, not resolved by doing SIGTERM's work first: Copilot SIGKILLs majordomus-mcp "
                    "3 ms after SIGTERM, and after a real Copilot sitting the attached episode still stays held_by "
                    "a dead pid with no detached_at, which doctor WARNs about")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from real_clients.fake_api import ANSWER, Stall, Text, ToolCall
 from real_clients.pinned import Installed
 from real_clients.world import ClientFailed, Episode, Ran, World, model_texts
 
-COPILOT_START_DELAY = "sleep 1.5; "
+COPILOT_START_SECONDS = 1.5  # a slow disk or a big repository: the start's `git status` takes this much longer
 T = TypeVar("T")
 
 
@@ -142,14 +143,20 @@ class Race:
 
 
 def copilot_race(world: World) -> Race:
-    """Copilot starts SessionStart and UserPromptSubmit at once; a start slowed by 1.5 s (a slow disk, a big
-    repository) lets the prompt hook finish first. The wiring is restored before anything is read."""
+    """Copilot starts SessionStart and UserPromptSubmit at once; a start whose `git status` is slowed by 1.5 s (a
+    slow disk, a big repository) lets the prompt hook run first. The wiring is restored before anything is read."""
     hook_file = world.repo / world.driver.hook_file
     original = hook_file.read_bytes()
     doc = json.loads(original)
+    slow = world.tmp / "slow-git"
+    slow.mkdir(exist_ok=True)
+    real = shutil.which("git", path=world.env()["PATH"]) or "/usr/bin/git"
+    (slow / "git").write_text(f'#!/bin/sh\nfor a in "$@"; do [ "$a" = status ] && sleep {COPILOT_START_SECONDS} '
+                              f'&& break; done\nexec {real} "$@"\n')
+    (slow / "git").chmod(0o755)
     for handler in doc["hooks"]["SessionStart"]:
         if "majordomus" in handler["bash"]:
-            handler["bash"] = COPILOT_START_DELAY + handler["bash"]
+            handler["bash"] = f'PATH="{slow}:$PATH" ' + handler["bash"]
     hook_file.write_text(json.dumps(doc, indent=2))
     world.pace = False  # this sitting is the race
     world.api.script = Text()

@@ -1,13 +1,13 @@
 """Copilot starts its SessionStart and UserPromptSubmit hooks at the same moment (REAL-CLIENTS.md).
 
-1. The start hook slowed by 1.5 s (`sleep 1.5; ` before majordomus's command: a slow disk or a big
-repository), so the prompt hook finishes first; 2. `copilot -p`; 3. the wiring restored, `capture reconcile`.
+1. The start hook's `git status` slowed by 1.5 s (a `git` first on its PATH that sleeps: a slow disk, a big
+repository), so the prompt hook runs while the start is still drawing the episode; 2. `copilot -p`; 3. the
+wiring restored, `capture reconcile`.
 The prompt belongs to the episode whose start was still running: capture or reconcile must link it (SPEC §5.4).
 """
 
 from __future__ import annotations
 
-from real_clients.known import COPILOT_RACE, known
 from real_clients.scenarios import Scenarios
 
 LINKED = ("open", "session-context", "ledger")
@@ -19,7 +19,6 @@ def test_a_slow_session_start_still_opens_the_sittings_one_episode(scenarios: Sc
     assert [p["text"] for p in run.world.prompts()] == [run.sitting.prompt]  # the prompt hook ran too
 
 
-@known(COPILOT_RACE)
 def test_a_prompt_that_raced_its_session_start_is_linked_to_that_episode(scenarios: Scenarios) -> None:
     run = scenarios.copilot_race()
     episode = run.sitting.new_episodes[0].session_id

@@ -14,7 +14,7 @@ from majordomus.archive import record as rec
 from majordomus.archive.render import write_renderings
 from majordomus.clients.payload import ABSENT, Malformed, field, first_scalar, json_kind, parse_payload
 from majordomus.clients.providers import get_provider
-from majordomus.episodes import store
+from majordomus.episodes import starting, store
 from majordomus.errors import InternalError, MajordomusError, MissingError
 from majordomus.identity import head_state, now_utc, repository_id, rfc3339, sha256, worktree_id
 from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock
@@ -151,6 +151,11 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
     moment = now_utc()
     opened = store.read_open(layout, provider_session) if provider_session is not None else None
+    raced = False
+    look = starting.racing if row.start_races else starting.pending
+    if opened is None and provider_session is not None and look(layout, provider_session):
+        opened = starting.wait_open(layout, provider_session)  # its SessionStart is still running (Copilot)
+        raced = opened is not None
     branch, head = head_state(root)  # from .git's files: a prompt needs no status walk
     record = rec.PromptRecord(
         schema=rec.SCHEMA, started_at=rfc3339(moment), provider=provider_name, event=row.event, id=prompt_id,
@@ -190,4 +195,6 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
         except (OSError, MajordomusError):
             log(layout, provider_name, "the episode's last_activity_at could not be refreshed")
     how = f"episode {opened.session_id}, open" if opened else "orphan: no episode open for its provider session"
+    if raced:
+        how += "; its start was still running when the prompt arrived"
     return CaptureReport(0, f"capture prompt: archived as {rel}/{name} ({how})")

@@ -64,6 +64,7 @@ class PromptRow:
     id_keys: tuple[str, ...]
     source_keys: tuple[str, ...]
     person_sources: frozenset[str]
+    start_races: bool = False  # the client starts this hook and its SessionStart at the same moment
 
 
 @value
@@ -156,7 +157,8 @@ def _provider(name: str, raw: dict[str, Any]) -> Provider:
         prompt=PromptRow(event=str(p.get("event", "")), text_keys=_tuple(p, "text_keys"),
                          session_keys=_tuple(p, "session_keys"), id_keys=_tuple(p, "id_keys"),
                          source_keys=_tuple(p, "source_keys"),
-                         person_sources=frozenset(_tuple(p, "person_sources"))) if p else None,
+                         person_sources=frozenset(_tuple(p, "person_sources")),
+                         start_races=p.get("start_races") is True) if p else None,
         install=_install(raw.get("install")),
     )
 

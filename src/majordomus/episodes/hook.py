@@ -10,7 +10,7 @@ from pathlib import Path
 
 from majordomus.clients.payload import Malformed, first_scalar, parse_payload
 from majordomus.clients.providers import Provider, SessionRow, get_provider
-from majordomus.episodes import store
+from majordomus.episodes import starting, store
 from majordomus.episodes.boundary import (
     Boundary,
     Drawn,
@@ -95,7 +95,11 @@ def _draw(layout: Layout, prov: Provider, row: SessionRow, event: str, data: dic
                                 f"(provider session {boundary.provider_session}){reason}")
     try:
         if event == "start":
-            drawn = start_episode(layout, boundary, held_by=held_by)
+            started = starting.mark(layout, boundary.provider_session)  # a racing prompt waits for this start
+            try:
+                drawn = start_episode(layout, boundary, held_by=held_by)
+            finally:
+                starting.clear(started)
             if drawn.opened and prov.offers.get("episode") == "hooks":
                 # a hook start recovers this worktree's stale episodes (SPEC 4.4); a connection start does not:
                 # the server recovers at start-up and reaps on its schedule, so 100 attaches cost 100 writes
