@@ -157,7 +157,8 @@ def test_install_wires_the_end_of_turn_hook(initialised_repo: Path, run_majordom
     assert done.returncode == 0, done.stderr
     row = DECLARED[name].session_row()
     assert row is not None
-    config = DECLARED[name].config
+    install = DECLARED[name].install
+    config = (install.local_config if install is not None else None) or DECLARED[name].config
     assert config is not None
     written = json.loads((initialised_repo / config).read_text())
     for event in row.events["turn"]:
@@ -165,3 +166,49 @@ def test_install_wires_the_end_of_turn_hook(initialised_repo: Path, run_majordom
         assert f"capture session --provider {name} --event turn" in handlers, handlers
     if name == "gemini":
         assert "PreCompress" not in written["hooks"]
+
+
+def deliberate_reason(name: str) -> str | None:
+    row = DECLARED[name].session_row()
+    assert row is not None
+    return next((r for r, outcome in SAMPLES[name]["ends"].items() if outcome == "closed" and r in row.deliberate),
+                None)
+
+
+DELIBERATE_TURN_PROVIDERS = [n for n in TURN_PROVIDERS if deliberate_reason(n) is not None
+                             and DECLARED[n].install is not None and not DECLARED[n].install.unsupported]
+
+
+def deliberate_end(run: RunMajordomus, repo: Path, name: str, ps: str, *, finish_turn: bool) -> dict[str, Any]:
+    assert "opened at" in session(run, repo, name, "start", session_bytes(name, "start", ps))
+    done = run("capture", "prompt", "--provider", name, cwd=repo, input=prompt_bytes(name, ps, "please refactor"))
+    assert done.returncode == 0, done.stderr
+    if finish_turn:
+        session(run, repo, name, "turn", json.dumps(session_payload(name, "turn", ps)).encode())
+    reason = deliberate_reason(name)
+    assert reason is not None
+    line = session(run, repo, name, "end", session_bytes(name, "end", ps, reason))
+    rel = line.strip().rsplit(" into ", 1)[1]
+    return records(repo)[rel]
+
+
+@pytest.mark.parametrize("name", DELIBERATE_TURN_PROVIDERS)
+def test_a_deliberate_reason_while_the_wired_turn_is_still_running_is_interrupted(
+        initialised_repo: Path, run_majordomus: RunMajordomus, name: str) -> None:
+    """Gemini sends `exit`, Copilot `complete`, for a SIGTERM mid-answer as for a finished -p run (REAL-CLIENTS.md):
+    with the client's end-of-turn hook wired, a turn that never finished says the sitting was cut short."""
+    assert run_majordomus("capture", "install", "--provider", name, cwd=initialised_repo).returncode == 0
+    killed = deliberate_end(run_majordomus, initialised_repo, name, f"{name}-sigterm", finish_turn=False)
+    assert (killed["outcome"], killed["last_turn"]) == ("interrupted", "running")
+    assert killed["end_reason"] == deliberate_reason(name)  # the client's word, kept verbatim
+    finished = deliberate_end(run_majordomus, initialised_repo, name, f"{name}-finished", finish_turn=True)
+    assert (finished["outcome"], finished["last_turn"]) == ("closed", "completed")
+
+
+@pytest.mark.parametrize("name", DELIBERATE_TURN_PROVIDERS)
+def test_without_the_turn_hook_wired_a_deliberate_reason_stays_closed(initialised_repo: Path,
+                                                                     run_majordomus: RunMajordomus,
+                                                                     name: str) -> None:
+    """An install that predates the turn event (or hand wiring without it) gives no evidence of a running turn."""
+    record = deliberate_end(run_majordomus, initialised_repo, name, f"{name}-old-install", finish_turn=False)
+    assert (record["outcome"], record["last_turn"]) == ("closed", "running")

@@ -18,15 +18,6 @@ COPILOT_SIGKILL = ("issue 8 item 4, not resolved by doing SIGTERM's work first: 
                    "a dead pid with no detached_at, which doctor WARNs about")
 TWO_EPISODES = ("issue 8 item 7: with hooks and the MCP server both wired, the model's attach opens a second, "
                 "unlinked generic episode beside the hook episode")
-# Seen here first, not among issue 8's items: a SIGTERM mid-answer ends these two with their deliberate reason,
-# and the turn rule of SPEC §4.1 only rescues an end whose reason is not deliberate.
-GEMINI_KILLED = ("not in issue 8 (new): Gemini SIGTERMed mid-answer sends SessionEnd reason exit, as a finished "
-                 "-p run does, and no AfterAgent; exit is deliberate, so the kill is recorded closed, "
-                 "last_turn running")
-COPILOT_KILLED = ("not in issue 8 (new): Copilot SIGTERMed mid-answer sends SessionEnd reason complete, as a "
-                  "finished -p run does, and no Stop; complete is deliberate, so the kill is recorded closed, "
-                  "last_turn running")
-
 
 def known(reason: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from real_clients.known import COPILOT_KILLED, GEMINI_KILLED, each_client
+from real_clients.known import each_client
 from real_clients.scenarios import Killed, Scenarios
 
 STALE_AFTER_HOURS = 24  # the policy default `majordomus init` writes
@@ -32,7 +32,7 @@ def test_a_run_killed_mid_answer_is_one_episode(scenarios: Scenarios, client: st
     assert [e.provider for e in run.sitting.new_episodes] == [client], run.sitting.new_episodes
 
 
-@pytest.mark.parametrize("client", each_client(gemini=GEMINI_KILLED, copilot=COPILOT_KILLED))
+@pytest.mark.parametrize("client", each_client())
 def test_a_run_killed_mid_answer_is_recorded_interrupted(scenarios: Scenarios, client: str) -> None:
     run = scenarios.killed(client)
     records = settled(run)

@@ -35,6 +35,7 @@ from majordomus.values import replace, value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from datetime import datetime
     from typing import Any
 
@@ -146,12 +147,14 @@ def context_path(layout: Layout, session_id: str, started_at: str) -> Path:
 
 
 def close_episode(layout: Layout, provider_session: str, reason: str | None, outcome: str, *,
-                  turn_rule: bool = False) -> str:
+                  turn_rule: bool = False, turn_wired: Callable[[], bool] | None = None) -> str:
     """Write the record exactly once, then remove the open file: a kill in between leaves it closable.
 
     With `turn_rule` (a client's own end event), an `interrupted` outcome becomes `closed` when the episode's
     last turn completed: nothing was cut short. Recovery never passes it: an end that never came stays
-    interrupted whatever the last turn."""
+    interrupted whatever the last turn. With `turn_wired` (asked only when needed: does the client run our
+    end-of-turn hook?), a `closed` outcome becomes `interrupted` when the last turn is still running: Gemini
+    and Copilot send their deliberate reason on SIGTERM too, and a turn that never finished was cut short."""
     key = session_key(provider_session)
     with file_lock(_lock(layout, key)):
         path = layout.open_file(key)
@@ -168,6 +171,8 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
         last_turn = opened.last_turn or "none"
         if turn_rule and outcome == "interrupted" and last_turn == "completed":
             outcome = "closed"
+        elif outcome == "closed" and last_turn == "running" and turn_wired is not None and turn_wired():
+            outcome = "interrupted"
         moment = now_utc()
         tree = tree_state(layout.root, with_status=False)  # one full status below serves both lists
         changed, changed_cut = _changed_files(layout.root)

@@ -108,7 +108,8 @@ def _draw(layout: Layout, prov: Provider, row: SessionRow, event: str, data: dic
         elif event == "end":
             outcome = "closed" if boundary.reason in row.deliberate else "interrupted"
             # a reason that is not deliberate after a completed turn cut nothing short (SPEC 4.1 `turn`)
-            line = close_episode(layout, boundary.provider_session, boundary.reason, outcome, turn_rule=True)
+            line = close_episode(layout, boundary.provider_session, boundary.reason, outcome, turn_rule=True,
+                                 turn_wired=(lambda: turn_hook_wired(layout, prov)) if "turn" in row.events else None)
         elif event == "turn":
             status = first_scalar(data, row.turn_status_keys) if row.turn_status_keys else None
             line = end_turn(layout, boundary, completed=status is None or status in row.turn_completed,
@@ -127,6 +128,21 @@ def _draw(layout: Layout, prov: Provider, row: SessionRow, event: str, data: dic
                                 f"see {_rel(layout, layout.context_log)}")
     return SessionReport(0, line)
 
+
+
+def turn_hook_wired(layout: Layout, prov: Provider) -> bool:
+    """The client's hook file (its per-person one, else its shared one) calls our end-of-turn hook: then a turn
+    left running at a deliberate end is evidence, not an install that predates the turn event."""
+    wanted = f"capture session --provider {prov.name} --event turn"
+    install = prov.install
+    for rel in dict.fromkeys(r for r in ((install.local_config if install else None), prov.config) if r):
+        try:
+            with open(layout.root / rel, "rb") as f:
+                if wanted.encode() in f.read(1024 * 1024):
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def _recover_others(layout: Layout, key: str) -> None:
