@@ -5,6 +5,7 @@ Stdlib only: the hook path imports this. One function computes each identity; ev
 
 from __future__ import annotations
 
+import _thread
 import os
 import re
 import select
@@ -300,15 +301,39 @@ def head_state(root: Path, *, deadline: float | None = None) -> tuple[str, str]:
     return "HEAD", text if re.fullmatch(r"[0-9a-f]{40}", text) else "NONE"
 
 
-def tree_state(root: Path, *, with_status: bool = True, deadline: float | None = None) -> TreeState:
-    """Branch and head from disk; cleanliness from one bounded `git status` (the layer's own files excluded)."""
+_STATUS_LOCK = _thread.allocate_lock()
+_STATUS_SEEN: dict[tuple[str, str, str], tuple[float, str]] = {}  # (root, branch, head) → (when, clean|dirty)
+
+
+def tree_state(root: Path, *, with_status: bool = True, deadline: float | None = None,
+               reuse_seconds: float = 0.0) -> TreeState:
+    """Branch and head from disk; cleanliness from one bounded `git status` (the layer's own files excluded).
+
+    With `reuse_seconds` (a server opening many connection episodes at once), a cleanliness that one `git
+    status` of the same branch and head found less than that long ago is reused, and concurrent callers wait
+    for the one status in flight instead of each spawning their own: 100 attaches in one second cost one git."""
     branch, head = head_state(root, deadline=deadline)
     if not with_status:
         return TreeState(branch=branch, head=head, working_tree="unknown")
+    if reuse_seconds <= 0:
+        return TreeState(branch=branch, head=head, working_tree=_working(root, deadline))
+    key = (str(root), branch, head)
+    with _STATUS_LOCK:
+        seen = _STATUS_SEEN.get(key)
+        if seen is not None and time.monotonic() - seen[0] < reuse_seconds:
+            return TreeState(branch=branch, head=head, working_tree=seen[1])
+        working = _working(root, deadline)
+        if len(_STATUS_SEEN) > 64:
+            _STATUS_SEEN.clear()
+        if working != "unknown":
+            _STATUS_SEEN[key] = (time.monotonic(), working)
+    return TreeState(branch=branch, head=head, working_tree=working)
+
+
+def _working(root: Path, deadline: float | None) -> str:
     status = git(root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude).ai",
                  deadline=deadline)
-    working = "unknown" if status is None else ("dirty" if status else "clean")
-    return TreeState(branch=branch, head=head, working_tree=working)
+    return "unknown" if status is None else ("dirty" if status else "clean")
 
 
 def is_live_majordomus(pid: object) -> bool:

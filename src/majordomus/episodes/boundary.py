@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 LIST_LIMIT = 200  # changed files and commits kept in a record; the record says when a list was cut
 END_GIT_SECONDS = 0.8  # every git call of one close together: Codex gives the whole hook 1 s
 ListState = str  # complete | limit | timeout | failed
+STATUS_REUSE_SECONDS = 1.0  # how old a server's last `git status` may be for the next connection start
 def _list_seconds() -> float:
     """What git may spend on each list at the close: 0.5 s (MAJORDOMUS_GIT_LIST_SECONDS narrows it in tests)."""
     try:
@@ -109,7 +110,8 @@ def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None) ->
                          session_id=existing.session_id, started_at=existing.started_at)
         moment = now_utc()
         sid = new_episode_id(moment)
-        tree = tree_state(layout.root)
+        # a server's attaches of one second share one `git status`; a hook start runs its own
+        tree = tree_state(layout.root, reuse_seconds=STATUS_REUSE_SECONDS if held_by is not None else 0.0)
         at = rfc3339(moment)
         opened = store.OpenFile(
             session_id=sid, started_at=at, provider=b.provider.name, provider_session=b.provider_session,
