@@ -103,10 +103,22 @@ class Layout:
         return self.policy_file.is_file() and self.state.is_dir()
 
     def require(self) -> Layout:
-        """This layout, or exit 12 naming `majordomus init`: every command past init needs the layer."""
+        """This layout, or exit 12 naming `majordomus init`: every command past init needs the layer.
+
+        Exit 15 when one of the layer's directories is a symbolic link: every write below it would land
+        wherever the link points (a few lstat calls, cheap enough for every hook)."""
+        self.refuse_links()
         if not self.is_initialised():
             raise MissingError(f"{self.root} has no majordomus layer", "run majordomus init")
         return self
+
+    def refuse_links(self) -> None:
+        """RefusedError (exit 15) naming the first of the layer's directories that is a symbolic link (the
+        archive and contexts directories are refused by each write into them: a linked archive fails a capture
+        with exit 13 and must not stop the episodes)."""
+        for path in (self.ai, self.repo_dir, self.sessions_dir, self.local, self.state, self.locks,
+                     self.sessions_open, self.mcp_dir):
+            refuse_symlink(path)
 
     def private_dirs(self) -> tuple[Path, ...]:
         """Directories that hold what only this user may read."""
