@@ -7,6 +7,7 @@ payload. Stdlib only: this runs inside a person's hooks.
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 LIST_LIMIT = 200  # changed files and commits kept in a record; the record says when a list was cut
 END_GIT_SECONDS = 0.8  # every git call of one close together: Codex gives the whole hook 1 s
 ListState = str  # complete | limit | timeout | failed
+SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")  # what an episode id may be in a file name
 STATUS_REUSE_SECONDS = 1.0  # how old a server's last `git status` may be for the next connection start
 def _list_seconds() -> float:
     """What git may spend on each list at the close: 0.5 s (MAJORDOMUS_GIT_LIST_SECONDS narrows it in tests)."""
@@ -173,6 +175,11 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
         if opened is None:
             return f"no open episode here for provider session {provider_session}; nothing to close"
         sid = opened.session_id
+        if not SAFE_ID.fullmatch(sid):  # an edited open file: its id would be a path in the record's name
+            sid = new_episode_id(now_utc())
+            log_failure(layout, f"the open file of provider session {provider_session} names no episode id "
+                                f"({opened.session_id[:80]!r}); closed as {sid}")
+            opened = replace(opened, session_id=sid)
         written = store.find_record(layout, sid)
         if written is not None:  # a close killed after its record: finish what it did not, then let go
             _finish_close(layout, opened, written)
