@@ -3,9 +3,15 @@
     .venv/bin/python bench/server.py [--quick]
 
 Figures: spawn to the first `initialize` answer (stdio); `tools/call` round trips per second over stdio
-and over HTTP; 100 concurrent HTTP peers attaching and heartbeating (p50/p99 latency, errors); resident
-memory with 1,000 episodes on the board. Targets (issue 4): first answer <= 0.3x the SDK's, throughput
->= 2x the SDK's, no errors under 100 peers. Every request goes to 127.0.0.1; every loop is bounded.
+and over HTTP; 100 concurrent HTTP peers attaching and heartbeating (p50/p99 latency, errors, half-open);
+resident memory with 1,000 episodes on the board. Targets (issue 4): first answer <= 0.3x the SDK's, throughput
+>= 2x the SDK's. Targets (issue 9, items 1-2): under 100 peers 0 errors, half-open counted as errors, and attach
+p99 <= 300 ms, beside the floor measured in the same run: the same server and load with capture stubbed (no disk).
+
+An error is a failed request, an `isError` answer, or an attach whose answer is not an opening (a failure sentence
+such as "no episode was recorded" or "could not open"). A half-open episode is one whose open file, working
+context or `session.started` ledger line is missing after the run; each counts as an error too.
+Every request goes to 127.0.0.1; every loop is bounded.
 """
 
 from __future__ import annotations
@@ -32,6 +38,30 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                    "clientInfo": {"name": "bench", "version": "0"}}}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
+# The same server with capture stubbed: attach/detach cost only the protocol, the board and the threads.
+STUBBED = '''
+import sys
+import majordomus.mcp.runtime as runtime
+from majordomus.episodes import board
+from majordomus.identity import now_utc, rfc3339
+
+class Stub(board.CaptureDriver):
+    def open(self, external_id):
+        at = rfc3339(now_utc())
+        return board.Opened(f"session stub opened at {at} (head 0000000)", held=True, started_at=at)
+
+    def close(self, external_id, reason):
+        return f"episode closed (stubbed, reason {reason})"
+
+    def mark(self, external_id, *, held, attachments=None):
+        return None
+
+runtime.CaptureDriver = Stub
+from majordomus.mcp.server import console_main
+sys.argv = ["majordomus-mcp", *sys.argv[1:]]
+sys.exit(console_main())
+'''
+
 BASELINE = '''
 import sys
 from mcp.server.mcpserver import MCPServer
@@ -56,7 +86,7 @@ def line(obj: dict[str, Any]) -> bytes:
 
 def make_repo(where: Path) -> Path:
     repo = where / "repo"
-    repo.mkdir()
+    repo.mkdir(parents=True)
     env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b",
            "GIT_COMMITTER_EMAIL": "b@x"}
     for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "x"]):
@@ -176,9 +206,9 @@ def wait_port(port: int, timeout: float = 30) -> None:
     raise TimeoutError(f"nothing listens on {port}")
 
 
-def start_ours(repo: Path) -> tuple[subprocess.Popen[bytes], int]:
-    proc = subprocess.Popen([MCP, "--http-port", "0"], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+def start_ours(repo: Path, cmd: list[str] | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    proc = subprocess.Popen([*(cmd or [MCP]), "--http-port", "0"], cwd=repo, stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr
     first = proc.stderr.readline().decode()
     match = re.search(r"http://127\.0\.0\.1:(\d+)", first)
@@ -191,11 +221,14 @@ def percentiles(values: list[float]) -> tuple[float, float]:
     return ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-def peers_under_load(port: int, peers: int, beats: int) -> dict[str, Any]:
-    """`peers` threads: each opens a session, attaches its own episode, then heartbeats `beats` times."""
+def peers_under_load(port: int, peers: int, beats: int, repo: Path | None = None) -> dict[str, Any]:
+    """`peers` threads: each opens a session, attaches its own episode, then heartbeats `beats` times.
+
+    With `repo`, every episode is then checked on disk: its open file, working context and ledger line."""
     latencies: list[float] = []
     attaches: list[float] = []
     errors = [0]
+    sentences: list[str] = []
     lock = threading.Lock()
 
     def peer(n: int) -> None:
@@ -210,6 +243,12 @@ def peers_under_load(port: int, peers: int, beats: int) -> dict[str, Any]:
                                                "params": {"name": tool, "arguments": args}})
                 took = time.perf_counter() - start
                 ok = status == 200 and answer["result"]["isError"] is False
+                if ok and i == 0:  # an attach that answers with a failure sentence is an error, not a success
+                    said = str(answer["result"]["structuredContent"]["episode"]["repository"])
+                    if " opened at " not in said:
+                        ok = False
+                        with lock:
+                            sentences.append(said)
                 with lock:
                     (attaches if i == 0 else latencies).append(took)
                     errors[0] += 0 if ok else 1
@@ -224,13 +263,35 @@ def peers_under_load(port: int, peers: int, beats: int) -> dict[str, Any]:
         t.start()
     for t in threads:
         t.join(timeout=300)
+    half_open = len(half_opened(repo, [f"bench-peer-{n}" for n in range(peers)])) if repo is not None else 0
     all_p50, all_p99 = percentiles(latencies + attaches)
     beat_p50, beat_p99 = percentiles(latencies)
     attach_p50, attach_p99 = percentiles(attaches)
-    return {"p50_ms": all_p50 * 1000, "p99_ms": all_p99 * 1000, "errors": errors[0],
+    return {"p50_ms": all_p50 * 1000, "p99_ms": all_p99 * 1000, "errors": errors[0] + half_open,
+            "half_open": half_open, "failure_sentences": sentences[:3],
             "requests": len(latencies) + len(attaches),
             "heartbeat_p50_ms": beat_p50 * 1000, "heartbeat_p99_ms": beat_p99 * 1000,
             "attach_p50_ms": attach_p50 * 1000, "attach_p99_ms": attach_p99 * 1000}
+
+
+def half_opened(repo: Path, external_ids: list[str]) -> list[str]:
+    """The ids whose episode lacks its open file, its working context or its `session.started` line."""
+    from majordomus.episodes.store import read_open
+    from majordomus.layout import Layout
+
+    layout = Layout(repo)
+    contexts = {p.name.split("--")[1][:-3] for p in layout.contexts_dir.glob("*--*.md")}
+    started = set()
+    for row in layout.ledger_file.read_text().splitlines():
+        item = json.loads(row)
+        if item.get("event") == "session.started":
+            started.add(item.get("session"))
+    missing = []
+    for external_id in external_ids:
+        found = read_open(layout, external_id)
+        if found is None or found.session_id not in contexts or found.session_id not in started:
+            missing.append(external_id)
+    return missing
 
 
 def rss_kib(pid: int) -> int:
@@ -258,12 +319,55 @@ def rss_with_episodes(port: int, pid: int, count: int) -> tuple[int, int]:
     return before, rss_kib(pid)
 
 
+def peers_figures(tmp: Path, port: int, repo: Path, beats: int) -> dict[str, Any]:
+    """100 peers on the real server (`port`, serving `repo`), then on one with capture stubbed: the floor."""
+    results = {"peers_100": peers_under_load(port, 100, beats, repo)}
+    floor_repo = make_repo(tmp / "floor")
+    stubbed, stub_port = start_ours(floor_repo, [sys.executable, "-c", STUBBED])
+    try:
+        results["peers_100_capture_stubbed"] = peers_under_load(stub_port, 100, beats)
+    finally:
+        stop(stubbed)
+    return results
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    assert proc.stdin
+    proc.stdin.close()
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def peers_verdicts(results: dict[str, Any]) -> list[tuple[str, bool]]:
+    peers, floor = results["peers_100"], results["peers_100_capture_stubbed"]
+    print(f"100 peers: attach p50 {peers['attach_p50_ms']:.0f} ms, p99 {peers['attach_p99_ms']:.0f} ms, errors "
+          f"{peers['errors']}, half-open {peers['half_open']}; floor (capture stubbed): attach p50 "
+          f"{floor['attach_p50_ms']:.0f} ms, p99 {floor['attach_p99_ms']:.0f} ms, errors {floor['errors']}; "
+          f"p99 ratio {peers['attach_p99_ms'] / floor['attach_p99_ms']:.2f}", file=sys.stderr)
+    return [("no errors under 100 peers (half-open and failure sentences counted)", peers["errors"] == 0),
+            ("no half-open episode under 100 peers", peers["half_open"] == 0),
+            ("attach p99 <= 300 ms under 100 peers", peers["attach_p99_ms"] <= 300)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer iterations (a smoke run)")
+    parser.add_argument("--peers", action="store_true", help="only the 100 peers, real and with capture stubbed")
     opts = parser.parse_args()
     runs, calls, beats, episodes = (3, 200, 5, 100) if opts.quick else (10, 2000, 20, 1000)
     results: dict[str, Any] = {}
+    if opts.peers:
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = make_repo(Path(tmp))
+            ours, port = start_ours(repo)
+            try:
+                results = peers_figures(Path(tmp), port, repo, beats)
+            finally:
+                stop(ours)
+        print(json.dumps(results, indent=2))
+        for name, ok in peers_verdicts(results):
+            print(f"{'met ' if ok else 'MISS'}  {name}", file=sys.stderr)
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_repo(Path(tmp))
         baseline = Path(tmp) / "baseline.py"
@@ -293,16 +397,13 @@ def main() -> int:
                 "ours": http_saturated_calls_per_second(port, "majordomus_peers", calls * 2),
                 "sdk": http_saturated_calls_per_second(sdk_port, "peers", calls * 2),
             }
-            results["peers_100"] = peers_under_load(port, 100, beats)
+            results.update(peers_figures(Path(tmp), port, repo, beats))
             before, after = rss_with_episodes(port, ours.pid, episodes)
             results["rss_kib"] = {"before": before, f"with_{episodes}_episodes": after}
         finally:
             sdk.terminate()
             sdk.wait(timeout=10)
-            assert ours.stdin
-            ours.stdin.close()
-            ours.terminate()
-            ours.wait(timeout=30)
+            stop(ours)
 
     first, stdio, http_ = results["first_answer_s"], results["stdio_calls_per_s"], results["http_calls_per_s"]
     results["ratios"] = {
@@ -312,15 +413,17 @@ def main() -> int:
         "http_throughput_vs_sdk": http_["ours"] / http_["sdk"],
         "http_throughput_4_clients_vs_sdk": (results["http_calls_per_s_4_clients"]["ours"]
                                              / results["http_calls_per_s_4_clients"]["sdk"]),
+        "attach_p99_vs_capture_stubbed": (results["peers_100"]["attach_p99_ms"]
+                                          / results["peers_100_capture_stubbed"]["attach_p99_ms"]),
     }
     print(json.dumps(results, indent=2))
-    ratios, peers = results["ratios"], results["peers_100"]
+    ratios = results["ratios"]
     verdicts = [("first answer <= 0.3x SDK (standalone)", ratios["first_answer_standalone_vs_sdk"] <= 0.3),
                 ("first answer <= 0.3x SDK (shared)", ratios["first_answer_shared_vs_sdk"] <= 0.3),
                 ("stdio throughput >= 2x SDK", ratios["stdio_throughput_vs_sdk"] >= 2),
                 ("HTTP throughput >= 2x SDK, one serial client", ratios["http_throughput_vs_sdk"] >= 2),
                 ("HTTP throughput >= 2x SDK, four clients at once", ratios["http_throughput_4_clients_vs_sdk"] >= 2),
-                ("no errors under 100 peers", peers["errors"] == 0)]
+                *peers_verdicts(results)]
     for name, ok in verdicts:
         print(f"{'met ' if ok else 'MISS'}  {name}", file=sys.stderr)
     return 0

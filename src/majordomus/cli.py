@@ -91,3 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as err:  # a full disk, a read-only file system: a sentence and exit 13, never a traceback
+        where = f" ({err.filename})" if err.filename else ""
+        print(f"majordomus: {err.strerror or type(err).__name__}{where}; free space on that disk (or fix the file "
+              f"system), then run the command again", file=sys.stderr)
+        return 13

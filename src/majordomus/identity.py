@@ -5,6 +5,7 @@ Stdlib only: the hook path imports this. One function computes each identity; ev
 
 from __future__ import annotations
 
+import _thread
 import os
 import re
 import select
@@ -89,14 +90,16 @@ def run_bounded(argv: list[str], timeout: float, limit: int = 4 * 1024 * 1024) -
     """Run a program with stdin and stderr on /dev/null; (exit status or None on failure/timeout, stdout).
 
     Spawned with posix_spawn and read with select: the `subprocess` module would cost every hook
-    ~6 ms of imports (locale, signal, threading, selectors). A child past its deadline is killed.
+    ~6 ms of imports (locale, signal, threading, selectors). It runs with GIT_OPTIONAL_LOCKS=0 (every
+    program run here is a read-only git). A child past its deadline gets SIGTERM, on which git removes any
+    lock file it holds, and SIGKILL only if it is still there STOP_GRACE seconds later.
     """
     read_fd, write_fd = os.pipe()
     actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0), (os.POSIX_SPAWN_DUP2, write_fd, 1),
                (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0), (os.POSIX_SPAWN_CLOSE, read_fd),
                (os.POSIX_SPAWN_CLOSE, write_fd)]
     try:
-        pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=actions)
+        pid = os.posix_spawnp(argv[0], argv, {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}, file_actions=actions)
     except OSError:
         os.close(read_fd)
         os.close(write_fd)
@@ -106,6 +109,7 @@ def run_bounded(argv: list[str], timeout: float, limit: int = 4 * 1024 * 1024) -
     size = 0
     deadline = time.monotonic() + timeout
     timed_out = False
+    status: int | None = None
     try:
         while True:
             left = deadline - time.monotonic()
@@ -121,28 +125,56 @@ def run_bounded(argv: list[str], timeout: float, limit: int = 4 * 1024 * 1024) -
     finally:
         os.close(read_fd)
         if timed_out:
-            _kill(pid)
-        _, status = os.waitpid(pid, 0)
+            status = _stop(pid)
+        if status is None:
+            _, status = os.waitpid(pid, 0)
     if timed_out:
         return None, b"".join(chunks)
     return os.waitstatus_to_exitcode(status), b"".join(chunks)
 
 
-def _kill(pid: int) -> None:
+STOP_GRACE = 0.05  # seconds a git has, after SIGTERM, to remove its lock files and go
+
+
+def _stop(pid: int) -> int | None:
+    """SIGTERM (git's handler removes its lock files), then SIGKILL after STOP_GRACE; the wait status once
+    reaped here, None when the caller must still wait."""
     try:
-        os.kill(pid, 9)  # SIGKILL; the number saves importing `signal`
+        os.kill(pid, 15)  # SIGTERM; the numbers save importing `signal`
+    except ProcessLookupError:
+        return None
+    until = time.monotonic() + STOP_GRACE
+    while time.monotonic() < until:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.005)
+    try:
+        os.kill(pid, 9)  # SIGKILL
     except ProcessLookupError:
         pass
+    return None
 
 
 def git_argv(root: Path, *args: str) -> list[str]:
     """A git command line that never takes an optional lock: a `status` killed at its deadline must not
-    leave `.git/index.lock` behind to fail the person's next commit."""
+    leave `.git/index.lock` behind to fail the person's next commit (run_bounded sets GIT_OPTIONAL_LOCKS=0 too,
+    for the gits git itself starts)."""
     return ["git", "--no-optional-locks", "-C", str(root), *args]
 
 
-def git(root: Path, *args: str, timeout: float = GIT_TIMEOUT) -> str | None:
-    """Run git in `root`; its stdout stripped, or None when it fails or takes too long."""
+def git_seconds(deadline: float | None, timeout: float) -> float:
+    """What a git call may spend: its own bound, or less when a shared deadline comes sooner (less the grace a
+    stopped git has, so that even a stopped one is gone by the deadline)."""
+    return timeout if deadline is None else min(timeout, deadline - time.monotonic() - STOP_GRACE)
+
+
+def git(root: Path, *args: str, timeout: float = GIT_TIMEOUT, deadline: float | None = None) -> str | None:
+    """Run git in `root`; its stdout stripped, or None when it fails or takes too long (or the shared
+    `deadline`, a `time.monotonic()` value, has passed)."""
+    timeout = git_seconds(deadline, timeout)
+    if timeout <= 0:
+        return None
     code, out = run_bounded(git_argv(root, *args), timeout)
     if code != 0:
         return None
@@ -227,14 +259,15 @@ def _origin_url(common: str) -> str | None:
     return None
 
 
-def repository_id(root: Path) -> str:
+def repository_id(root: Path, *, deadline: float | None = None) -> str:
     dirs = git_dirs(root)
     if dirs is not None:
         url = _origin_url(dirs[1])
         common = os.path.abspath(dirs[1])
     else:
-        url = git(root, "config", "--get", "remote.origin.url")
-        common = git(root, "rev-parse", "--path-format=absolute", "--git-common-dir") or str(root / ".git")
+        url = git(root, "config", "--get", "remote.origin.url", deadline=deadline)
+        common = (git(root, "rev-parse", "--path-format=absolute", "--git-common-dir", deadline=deadline)
+                  or str(root / ".git"))
     if url:
         return _strip_userinfo(url)
     return "local:" + sha256(common.encode()).hexdigest()[:16]
@@ -251,14 +284,14 @@ class TreeState:
     working_tree: str  # clean | dirty | unknown
 
 
-def head_state(root: Path) -> tuple[str, str]:
+def head_state(root: Path, *, deadline: float | None = None) -> tuple[str, str]:
     """(branch, head) from the files under .git; git is asked only for layouts we do not read."""
     dirs = git_dirs(root)
     text = _read(os.path.join(dirs[0], "HEAD")) if dirs else None
     if dirs is None or text is None:
-        out = (git(root, "rev-parse", "HEAD", "--abbrev-ref", "HEAD") or "").splitlines()
+        out = (git(root, "rev-parse", "HEAD", "--abbrev-ref", "HEAD", deadline=deadline) or "").splitlines()
         if not out:
-            return git(root, "symbolic-ref", "--short", "HEAD") or "HEAD", "NONE"
+            return git(root, "symbolic-ref", "--short", "HEAD", deadline=deadline) or "HEAD", "NONE"
         return (out[1] if len(out) > 1 else "HEAD"), (out[0] if re.fullmatch(r"[0-9a-f]{40}", out[0]) else "NONE")
     text = text.strip()
     if text.startswith("ref:"):
@@ -268,14 +301,39 @@ def head_state(root: Path) -> tuple[str, str]:
     return "HEAD", text if re.fullmatch(r"[0-9a-f]{40}", text) else "NONE"
 
 
-def tree_state(root: Path, *, with_status: bool = True) -> TreeState:
-    """Branch and head from disk; cleanliness from one bounded `git status` (the layer's own files excluded)."""
-    branch, head = head_state(root)
+_STATUS_LOCK = _thread.allocate_lock()
+_STATUS_SEEN: dict[tuple[str, str, str], tuple[float, str]] = {}  # (root, branch, head) → (when, clean|dirty)
+
+
+def tree_state(root: Path, *, with_status: bool = True, deadline: float | None = None,
+               reuse_seconds: float = 0.0) -> TreeState:
+    """Branch and head from disk; cleanliness from one bounded `git status` (the layer's own files excluded).
+
+    With `reuse_seconds` (a server opening many connection episodes at once), a cleanliness that one `git
+    status` of the same branch and head found less than that long ago is reused, and concurrent callers wait
+    for the one status in flight instead of each spawning their own: 100 attaches in one second cost one git."""
+    branch, head = head_state(root, deadline=deadline)
     if not with_status:
         return TreeState(branch=branch, head=head, working_tree="unknown")
-    status = git(root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude).ai")
-    working = "unknown" if status is None else ("dirty" if status else "clean")
+    if reuse_seconds <= 0:
+        return TreeState(branch=branch, head=head, working_tree=_working(root, deadline))
+    key = (str(root), branch, head)
+    with _STATUS_LOCK:
+        seen = _STATUS_SEEN.get(key)
+        if seen is not None and time.monotonic() - seen[0] < reuse_seconds:
+            return TreeState(branch=branch, head=head, working_tree=seen[1])
+        working = _working(root, deadline)
+        if len(_STATUS_SEEN) > 64:
+            _STATUS_SEEN.clear()
+        if working != "unknown":
+            _STATUS_SEEN[key] = (time.monotonic(), working)
     return TreeState(branch=branch, head=head, working_tree=working)
+
+
+def _working(root: Path, deadline: float | None) -> str:
+    status = git(root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude).ai",
+                 deadline=deadline)
+    return "unknown" if status is None else ("dirty" if status else "clean")
 
 
 def is_live_majordomus(pid: object) -> bool:

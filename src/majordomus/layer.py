@@ -5,10 +5,17 @@ from __future__ import annotations
 import os
 import re
 import stat
-import time
 from collections.abc import Callable
 
-from majordomus.layout import PRIVATE_DIR, PRIVATE_FILE, Layout, ensure_dir, refuse_symlink, write_atomic
+from majordomus.layout import (
+    PRIVATE_DIR,
+    PRIVATE_FILE,
+    Layout,
+    ensure_dir,
+    refuse_symlink,
+    sweep_stale_temps,
+    write_atomic,
+)
 from majordomus.policy import default_policy_text, load_policy, missing_keys
 
 SHARED_DIR = 0o755
@@ -94,7 +101,6 @@ def _readme(layout: Layout) -> list[str]:
 REPO_IGNORE = """# Written by majordomus: a temp file that a killed write left behind is never a record to share.
 .*.tmp
 """
-STALE_TEMP_SECONDS = 600  # older than any write in progress: its writer is gone
 
 
 def _repo_ignore(layout: Layout) -> list[str]:
@@ -108,15 +114,7 @@ def _repo_ignore(layout: Layout) -> list[str]:
 
 def _stale_temps(layout: Layout) -> list[str]:
     """Temp files of killed writes in the tracked folders: never records, so removed once their writer is gone."""
-    now = time.time()
-    removed = 0
-    for directory in (layout.repo_dir, layout.sessions_dir):
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                if (entry.name.startswith(".") and entry.name.endswith(".tmp") and entry.is_file(follow_symlinks=False)
-                        and now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS):
-                    os.unlink(entry.path)
-                    removed += 1
+    removed = sum(sweep_stale_temps(directory) for directory in (layout.repo_dir, layout.sessions_dir))
     return [f"removed {removed} stale temp file(s) of killed writes from .ai/repo/"] if removed else []
 
 

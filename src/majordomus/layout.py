@@ -5,9 +5,12 @@ Stdlib only: the hook path imports this.
 
 from __future__ import annotations
 
+import _thread
 import fcntl
 import os
+import re
 import stat
+import time
 from pathlib import Path
 
 from majordomus.errors import InternalError, MissingError, RefusedError
@@ -100,10 +103,22 @@ class Layout:
         return self.policy_file.is_file() and self.state.is_dir()
 
     def require(self) -> Layout:
-        """This layout, or exit 12 naming `majordomus init`: every command past init needs the layer."""
+        """This layout, or exit 12 naming `majordomus init`: every command past init needs the layer.
+
+        Exit 15 when one of the layer's directories is a symbolic link: every write below it would land
+        wherever the link points (a few lstat calls, cheap enough for every hook)."""
+        self.refuse_links()
         if not self.is_initialised():
             raise MissingError(f"{self.root} has no majordomus layer", "run majordomus init")
         return self
+
+    def refuse_links(self) -> None:
+        """RefusedError (exit 15) naming the first of the layer's directories that is a symbolic link (the
+        archive and contexts directories are refused by each write into them: a linked archive fails a capture
+        with exit 13 and must not stop the episodes)."""
+        for path in (self.ai, self.repo_dir, self.sessions_dir, self.local, self.state, self.locks,
+                     self.sessions_open, self.mcp_dir):
+            refuse_symlink(path)
 
     def private_dirs(self) -> tuple[Path, ...]:
         """Directories that hold what only this user may read."""
@@ -131,8 +146,55 @@ def ensure_dir(path: Path, mode: int = PRIVATE_DIR) -> None:
 
 
 def temp_name(path: Path) -> Path:
-    """A temp file beside `path` that no other writer can pick: threads of one server share the pid."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    """A temp file beside `path` that no other writer can pick: `.<name>.<pid>-<thread>-<random>.tmp`.
+
+    Threads of one server share the pid, so the thread id and 8 random hex digits join it (O_EXCL refuses a
+    clash anyway). The pid stays readable: `sweep_stale_temps` removes the temp of a writer that is gone."""
+    return path.with_name(f".{path.name}.{os.getpid()}-{_thread.get_native_id()}-{os.urandom(4).hex()}.tmp")
+
+
+TEMP_NAME = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)(?:-\d+-[0-9a-f]{8}|\.[0-9a-f]{8})\.tmp")
+STALE_TEMP_SECONDS = 600  # older than any write in progress, whoever wrote it
+
+
+def sweep_stale_temps(directory: Path, *, now: float | None = None) -> int:
+    """Remove the temp files that killed writes left in `directory` (never a record: a rename never came).
+
+    A temp is stale when its writer's pid is gone or it is older than any write in progress; the temp of a
+    live writer is left alone. Links and other hidden files are never touched. Returns how many went."""
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        entries = os.scandir(directory)
+    except OSError:
+        return 0
+    with entries:
+        for entry in entries:
+            if not (entry.name.startswith(".") and entry.name.endswith(".tmp")):
+                continue
+            match = TEMP_NAME.fullmatch(entry.name)
+            try:
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                old = now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS
+                if old or (match is not None and not _pid_alive(int(match["pid"]))):
+                    os.unlink(entry.path)
+                    removed += 1
+            except OSError:
+                continue  # another sweeper took it, or it was renamed into place meanwhile
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0 or pid == os.getpid():
+        return pid == os.getpid()
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def write_atomic(path: Path, data: bytes, mode: int = PRIVATE_FILE, *, sync: bool = True) -> None:

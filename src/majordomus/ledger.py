@@ -11,7 +11,7 @@ from datetime import datetime
 from majordomus import __version__
 from majordomus.errors import ContractError, RefusedError
 from majordomus.identity import compact_stamp, now_utc, rfc3339
-from majordomus.layout import Layout, append_line, file_lock, write_atomic
+from majordomus.layout import Layout, append_line, file_lock, sweep_stale_temps, write_atomic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -85,8 +85,9 @@ def rotate(layout: Layout, keep: int) -> str:
             raise RefusedError(f"{archive.name} exists already; rotation never overwrites an archive",
                                "wait a second and run majordomus history --rotate again")
         old, new = lines[: len(lines) - keep], lines[len(lines) - keep:]
-        write_atomic(archive, b"".join(old))
+        write_atomic(archive, b"".join(old))  # first: a kill before the rewrite leaves lines twice, never nowhere
         write_atomic(layout.ledger_file, b"".join(new))
+        sweep_stale_temps(layout.state)  # what a killed rotation left: under the lock, no rotation is writing
     append(layout, "ledger.rotated", archived=len(old), kept=len(new),
            archive=str(archive.relative_to(layout.root)))
     return f"history: {len(old)} line(s) moved to {archive.relative_to(layout.root)}; {len(new)} kept"

@@ -26,6 +26,17 @@ DEFAULTS: dict[str, int] = {
     "ledger.retention_max_lines": 5000,
 }
 
+# The largest value each key may take: past it a date, a timedelta or a C int overflows (1,000,000 days is
+# past year 9999), and nothing sensible needs more. A larger value is a problem doctor names; the default holds.
+MAXIMA: dict[str, int] = {
+    "prompts.retention_max_days": 36500,  # 100 years
+    "prompts.retention_max_bytes": 2**50,  # 1 PiB
+    "episodes.reattach_grace_seconds": 31_536_000,  # a year
+    "episodes.stateless_ttl_seconds": 31_536_000,
+    "session.stale_after_hours": 876_000,  # 100 years
+    "ledger.retention_max_lines": 10**9,
+}
+
 _COMMENTS: dict[str, str] = {
     "prompts": "the prompt archive: prune takes bodies past either bound, never records",
     "episodes": "connection episodes (MCP clients without hooks)",
@@ -59,6 +70,11 @@ class Policy:
         return self.values.get(key, DEFAULTS[key])
 
 
+def _shown(value: int) -> str:
+    """A number as written, or its size when it is too long to print (str() of a huge int can fail)."""
+    return f"{value:,}" if value < 10**30 else "a number of more than 30 digits"
+
+
 def _validate(raw: Any, source: Path) -> Policy:
     if raw is None:
         raw = {}
@@ -83,8 +99,29 @@ def _validate(raw: Any, source: Path) -> Policy:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             problems.append(f"{dotted} must be a whole number of at least 1")
             continue
+        if value > MAXIMA[dotted]:
+            problems.append(f"{dotted} must be at most {MAXIMA[dotted]:,} (it is {_shown(value)})")
+            continue
         values[dotted] = value
     return Policy(values=values, declared=frozenset(declared), problems=tuple(problems))
+
+
+MAX_POLICY_BYTES = 64 * 1024  # a policy is a few hundred bytes; a larger file is refused, never parsed
+
+
+def _bounded_text(layout: Layout, path: Path) -> str:
+    """The policy's text, read only when it is within MAX_POLICY_BYTES (a 1 GB sparse file is never read)."""
+    rel = path.relative_to(layout.root)
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_POLICY_BYTES + 1)
+    if len(data) > MAX_POLICY_BYTES:
+        raise ContractError(f"{rel} is larger than {MAX_POLICY_BYTES // 1024} KiB; a policy is a few keys",
+                            "rewrite it from the defaults (majordomus update adds what is missing), then run "
+                            "majordomus doctor")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ContractError(f"{rel} is not UTF-8 text", "fix it, then run majordomus doctor") from exc
 
 
 def load_policy(layout: Layout) -> Policy:
@@ -94,9 +131,10 @@ def load_policy(layout: Layout) -> Policy:
         return Policy(values=dict(DEFAULTS))
     import yaml  # here, and only here: the reader is the one place that needs a YAML parser
 
+    text = _bounded_text(layout, path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raw = yaml.safe_load(text)
+    except (yaml.YAMLError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # 5,000 digits, deep nesting
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise ContractError(f"{path.relative_to(layout.root)} does not parse{where}",
@@ -114,6 +152,8 @@ def cached_values(layout: Layout) -> dict[str, int]:
         st = path.stat()
     except OSError:
         return dict(DEFAULTS)
+    if st.st_size > MAX_POLICY_BYTES:
+        return dict(DEFAULTS)  # never parsed on the hook path; doctor names it
     stamp = [st.st_size, st.st_mtime_ns]
     try:
         cached = json.loads(layout.policy_cache.read_bytes())

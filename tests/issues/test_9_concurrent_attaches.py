@@ -8,6 +8,8 @@ while the attach answered with a failure sentence that a bench counted as succes
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -49,3 +51,24 @@ def test_forty_peers_attaching_at_once_open_forty_whole_episodes(initialised_rep
     started = {json.loads(line)["session"] for line in ledger if json.loads(line)["event"] == "session.started"}
     assert sids <= started
     assert not (initialised_repo / ".ai/local/session-contexts/.session-context.log").exists()
+
+
+def test_forty_attaches_at_once_share_the_servers_git_status(initialised_repo: Path, tmp_path: Path) -> None:
+    """1. a shared server whose PATH has a `git` that logs its calls; 2. 40 HTTP peers attach at once.
+    Result: 40 whole episodes, and far fewer than 40 `git status` runs (one per second of attaches: each spawn
+    from a busy server stalled every other attach), while a hook start still runs its own."""
+    bindir, log = tmp_path / "bin", tmp_path / "git-calls.log"
+    bindir.mkdir()
+    real = shutil.which("git")
+    (bindir / "git").write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real} "$@"\n')
+    (bindir / "git").chmod(0o755)
+    env = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+    with McpProcess(initialised_repo, "--http-port", "0", env=env) as proc:
+        url = proc.url()
+        proc.request(initialize("owner"))
+        with ThreadPoolExecutor(max_workers=PEERS) as pool:
+            lines = list(pool.map(lambda i: attach_one(url, i), range(PEERS)))
+        proc.kill()
+    assert [line for line in lines if " opened at " not in line] == []
+    statuses = [line for line in log.read_text().splitlines() if " status " in f" {line} "]
+    assert 1 <= len(statuses) <= PEERS // 4, statuses

@@ -113,3 +113,26 @@ def test_an_open_file_edited_to_point_outside_closes_inside_the_repository(initi
     done = hook(initialised_repo, "end", {"session_id": "crafted", "reason": "other"})
     assert done.returncode == 0 and b"episode closed" in done.stderr
     assert not list(Path("/tmp").glob("majordomus*escape*")) and set(initialised_repo.parent.iterdir()) <= before
+
+
+@pytest.mark.parametrize("blocked", ["ledger.jsonl", "session-current.yaml"])
+def test_a_start_whose_ledger_line_or_pointer_fails_says_it_opened(initialised_repo: Path, blocked: str) -> None:
+    """1. the ledger (or the pointer) cannot be written: a directory stands at its name; 2. start. Result: the
+    start says `opened` and that its ledger line was not written, never "could not open"; the open file and the
+    working context exist; once the path is free again, the end closes the episode."""
+    state = initialised_repo / ".ai/local/state"
+    target = state / blocked
+    saved = target.read_bytes() if target.is_file() else None
+    target.unlink(missing_ok=True)
+    target.mkdir()
+    done = hook(initialised_repo, "start", {"session_id": "did-open", "source": "startup"})
+    assert done.returncode == 0
+    assert b"could not open" not in done.stderr and b" opened at " in done.stderr, done.stderr
+    assert b"ledger line was not written" in done.stderr, done.stderr
+    opened = yaml.safe_load((initialised_repo / OPEN / "did-open.yaml").read_text())
+    assert list((initialised_repo / ".ai/local/session-contexts").glob(f"*--{opened['session_id']}.md"))
+    target.rmdir()
+    if saved is not None:
+        target.write_bytes(saved)
+    closed = hook(initialised_repo, "end", {"session_id": "did-open", "reason": "other"})
+    assert b"episode closed" in closed.stderr, closed.stderr

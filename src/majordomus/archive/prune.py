@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from majordomus import ledger
 from majordomus.archive import record as rec
 from majordomus.archive.scan import Entry, lock_archive, rewrite, scan
-from majordomus.errors import ContractError
+from majordomus.errors import ContractError, InternalError
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import Layout
 from majordomus.policy import load_policy
@@ -95,9 +95,15 @@ def prune(layout: Layout, *, dry_run: bool = False, now: datetime | None = None)
     with lock_archive(layout):
         result = plan(scan(layout), limits, moment)
         at = rfc3339(moment)
-        for entry in result.victims:
+        for done, entry in enumerate(result.victims):
             assert entry.record is not None
-            rewrite(layout, entry, tombstoned(entry.record, at))
+            try:
+                rewrite(layout, entry, tombstoned(entry.record, at))
+            except OSError as exc:  # a full disk: each rewrite is atomic, so what is not pruned is still whole
+                raise InternalError(
+                    f"prune: {exc.strerror or type(exc).__name__} while pruning {entry.name}; {done} of "
+                    f"{result.pruned} body(ies) pruned, the others kept whole",
+                    "free space on that disk, then run majordomus capture prune again") from exc
     if result.pruned:
         ledger.append(layout, "prompts.pruned", records=result.records, pruned=result.pruned,
                       bytes_left=result.bytes_left, refused=result.refused)

@@ -7,6 +7,8 @@ payload. Stdlib only: this runs inside a person's hooks.
 from __future__ import annotations
 
 import os
+import re
+import time
 from pathlib import Path
 
 from majordomus import ledger
@@ -16,6 +18,7 @@ from majordomus.errors import MajordomusError
 from majordomus.identity import (
     compact_stamp,
     git_argv,
+    git_seconds,
     head_state,
     name_key,
     new_episode_id,
@@ -29,7 +32,15 @@ from majordomus.identity import (
     tree_state,
     worktree_id,
 )
-from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock, write_atomic
+from majordomus.layout import (
+    Layout,
+    append_line,
+    create_exclusive,
+    ensure_dir,
+    file_lock,
+    sweep_stale_temps,
+    write_atomic,
+)
 from majordomus.simple_yaml import front_matter, yaml_lines
 from majordomus.values import replace, value
 
@@ -40,6 +51,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 LIST_LIMIT = 200  # changed files and commits kept in a record; the record says when a list was cut
+END_GIT_SECONDS = 0.8  # every git call of one close together: Codex gives the whole hook 1 s
+ListState = str  # complete | limit | timeout | failed
+SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")  # what an episode id may be in a file name
+STATUS_REUSE_SECONDS = 1.0  # how old a server's last `git status` may be for the next connection start
 def _list_seconds() -> float:
     """What git may spend on each list at the close: 0.5 s (MAJORDOMUS_GIT_LIST_SECONDS narrows it in tests)."""
     try:
@@ -98,7 +113,8 @@ def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None) ->
                          session_id=existing.session_id, started_at=existing.started_at)
         moment = now_utc()
         sid = new_episode_id(moment)
-        tree = tree_state(layout.root)
+        # a server's attaches of one second share one `git status`; a hook start runs its own
+        tree = tree_state(layout.root, reuse_seconds=STATUS_REUSE_SECONDS if held_by is not None else 0.0)
         at = rfc3339(moment)
         opened = store.OpenFile(
             session_id=sid, started_at=at, provider=b.provider.name, provider_session=b.provider_session,
@@ -162,6 +178,11 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
         if opened is None:
             return f"no open episode here for provider session {provider_session}; nothing to close"
         sid = opened.session_id
+        if not SAFE_ID.fullmatch(sid):  # an edited open file: its id would be a path in the record's name
+            sid = new_episode_id(now_utc())
+            log_failure(layout, f"the open file of provider session {provider_session} names no episode id "
+                                f"({opened.session_id[:80]!r}); closed as {sid}")
+            opened = replace(opened, session_id=sid)
         written = store.find_record(layout, sid)
         if written is not None:  # a close killed after its record: finish what it did not, then let go
             _finish_close(layout, opened, written)
@@ -174,17 +195,21 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
         elif outcome == "closed" and last_turn == "running" and turn_wired is not None and turn_wired():
             outcome = "interrupted"
         moment = now_utc()
-        tree = tree_state(layout.root, with_status=False)  # one full status below serves both lists
-        changed, changed_cut = _changed_files(layout.root)
-        commits, commits_cut = _commits(layout.root, opened.start_head or "NONE", tree.head)
-        working = "unknown" if changed_cut is None else ("dirty" if any(not c.startswith("??") for c in changed)
-                                                         else "clean")
+        deadline = time.monotonic() + END_GIT_SECONDS  # all git work of one close, inside a client's 1 s hook
+        tree = tree_state(layout.root, with_status=False, deadline=deadline)  # one full status below serves both
+        repo_id = repository_id(layout.root, deadline=deadline)
+        changed, changed_state = _changed_files(layout.root, deadline)
+        commits, commits_state = _commits(layout.root, opened.start_head or "NONE", tree.head, deadline)
+        if changed_state in ("complete", "limit"):
+            working = "dirty" if any(not c.startswith("??") for c in changed) else "clean"
+        else:
+            working = "unknown"
         # a list cut at its limit, or not obtained at all (git too slow or failed), is marked as such
-        cut = tuple(name for name, flag in (("changed_files", changed_cut is not False), ("commits", commits_cut))
-                    if flag)
+        cut = tuple(name for name, state in (("changed_files", changed_state), ("commits", commits_state))
+                    if state != "complete")
         record = store.SessionRecord(
             session_id=sid, provider=opened.provider, started_at=opened.started_at, closed_at=rfc3339(moment),
-            outcome=outcome, end_reason=reason, repository_id=repository_id(layout.root),
+            outcome=outcome, end_reason=reason, repository_id=repo_id,
             worktree_id=worktree_id(layout.root), branch=tree.branch, start_head=opened.start_head, head=tree.head,
             start_working_tree=opened.start_working_tree, working_tree=working, changed_files=tuple(changed),
             commits=tuple(commits), compactions=opened.compactions, last_turn=last_turn,
@@ -202,6 +227,7 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
                       outcome=outcome, reason=reason, session_path=rel)
         path.unlink(missing_ok=True)  # only now: the record is safely on disk
         _release_pointer(layout, sid)
+    sweep_stale_temps(layout.sessions_dir)  # a killed close's temp beside the records must never be committed
     because = f"reason {reason}" if reason else "no reason given"
     return f"episode closed ({outcome}, {because}) into {rel}"
 
@@ -243,30 +269,34 @@ def _release_pointer(layout: Layout, sid: str) -> None:
         layout.session_current.unlink(missing_ok=True)
 
 
-def _git_lines(root: Path, *args: str) -> tuple[list[str], bool | None]:
-    """Up to LIST_LIMIT lines of a git listing, and whether it was cut (None when git failed)."""
-    code, out = run_bounded(git_argv(root, *args), _list_seconds())
+def _git_lines(root: Path, deadline: float, *args: str) -> tuple[list[str], ListState]:
+    """Up to LIST_LIMIT lines of a git listing, and how complete: `complete`, cut at the `limit`, stopped at
+    its `timeout` (what came is kept) or `failed` (git refused: nothing)."""
+    seconds = git_seconds(deadline, _list_seconds())
+    if seconds <= 0:
+        return [], "timeout"
+    code, out = run_bounded(git_argv(root, *args), seconds)
     lines = [ln for ln in out.decode("utf-8", "replace").splitlines() if ln.strip()]
-    if code is None and out:
-        return lines[:LIST_LIMIT], True  # still listing at the deadline: what came is kept, and marked cut
+    if code is None:
+        return lines[:LIST_LIMIT], "timeout"  # not obtained in time (or git would not start): marked, never []
     if code != 0:
-        return [], None
-    return lines[:LIST_LIMIT], len(lines) > LIST_LIMIT
+        return [], "failed"
+    return lines[:LIST_LIMIT], "limit" if len(lines) > LIST_LIMIT else "complete"
 
 
-def _changed_files(root: Path) -> tuple[list[str], bool | None]:
+def _changed_files(root: Path, deadline: float) -> tuple[list[str], ListState]:
     # the layer's own files are not the agent's work
-    return _git_lines(root, "status", "--porcelain", "--", ".", ":(exclude).ai")
+    return _git_lines(root, deadline, "status", "--porcelain", "--", ".", ":(exclude).ai")
 
 
-def _commits(root: Path, start: str, head: str) -> tuple[list[str], bool]:
+def _commits(root: Path, start: str, head: str, deadline: float) -> tuple[list[str], ListState]:
     if head == "NONE" or start == head:
-        return [], False
+        return [], "complete"
     spec = [head] if start == "NONE" else [f"{start}..{head}"]
-    lines, cut = _git_lines(root, "rev-list", "--abbrev-commit", f"--max-count={LIST_LIMIT + 1}", *spec)
-    if cut is None:
-        return ["diverged"], False
-    return lines, bool(cut)
+    lines, state = _git_lines(root, deadline, "rev-list", "--abbrev-commit", f"--max-count={LIST_LIMIT + 1}", *spec)
+    if state == "failed":  # the start is not an ancestor any more (or is gone)
+        return ["diverged"], "complete"
+    return lines, state
 
 
 def count_compaction(layout: Layout, b: Boundary) -> str:

@@ -47,6 +47,7 @@ def is_here(opened: store.OpenFile, here: str) -> bool:
 def recover(root: Path, *, dry_run: bool = False, hooks: bool = True, connections: bool = True) -> list[str]:
     """One line per episode acted on (or that would be, with dry_run)."""
     layout = Layout(root)
+    layout.refuse_links()
     policy = cached_values(layout)
     now = now_utc()
     stale_after = timedelta(hours=policy["session.stale_after_hours"])
