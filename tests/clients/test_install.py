@@ -401,5 +401,5 @@ def test_install_says_when_the_name_the_shared_files_use_is_not_on_this_path(ini
     done = subprocess.run([str(MAJORDOMUS), "capture", "install", "--provider", "codex"], cwd=initialised_repo,
                           env=env, capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    assert f"note: majordomus is not on PATH here" in done.stdout.decode()
+    assert "note: majordomus is not on PATH here" in done.stdout.decode()
     assert str(MAJORDOMUS.parent) in done.stdout.decode()

@@ -231,7 +231,8 @@ def test_each_row_says_when_a_real_event_from_the_client_last_reached_capture_he
         assert rows[("claude-code", aspect)]["last_event"] is None
         assert "no real event from it has reached capture here yet" in rows[("claude-code", aspect)]["reason"]
     started = run_majordomus("capture", "session", "--provider", "claude-code", "--event", "start",
-                             cwd=initialised_repo, input=json.dumps({"session_id": "s-1", "source": "startup"}).encode())
+                             cwd=initialised_repo,
+                             input=json.dumps({"session_id": "s-1", "source": "startup"}).encode())
     assert started.returncode == 0, started.stderr
     rows = status_rows(run_majordomus, initialised_repo)
     at = rows[("claude-code", "session")]["last_event"]
