@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Callable
 
 try:
-    import majordomus.archive.redact  # noqa: F401  (installed)
+    import majordomus.redact  # noqa: F401  (installed)
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from majordomus.archive.redact import load_rules, redact
+from majordomus.redact import load_rules, redact
 
 MB = 1_000_000
 SENTENCES = [

@@ -17,11 +17,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import majordomus.archive.redact as redact_module
 import majordomus.archive.redact_table as redact_table
-from majordomus.archive.redact import Rule, load_rules, redact
+import majordomus.redact as redact_module
+from majordomus.redact import Rule, load_rules, redact
 
-SRC = Path(redact_module.__file__).resolve().parents[2]
+SRC = Path(redact_module.__file__).resolve().parents[1]
 CORPUS = Path(__file__).with_name("redaction_corpus.tsv")
 SCANNERS_CORPUS = Path(__file__).with_name("redaction_corpus_scanners.tsv")
 
@@ -137,7 +137,9 @@ def test_the_assignment_rules_and_their_locators_are_generated_from_their_word_l
     assert compiled["locate"] == redact_table.assignment_locate(words)
     assert compiled_pair["pattern"] == redact_table.pair_pattern(words)
     assert compiled_pair["locate"] == compiled["locate"]  # one scan serves both
-    assert compiled["anchor"] == compiled_pair["anchor"] == "name" and compiled["hints"] == []
+    assert compiled["anchor"] == compiled_pair["anchor"] == "name"
+    assert compiled["hints"] == ["key", "token", "secret", "pass", "pwd", "credential", "creds", "auth"]
+    assert compiled_pair["hints"] == ["value"]
     # one locator per word stem, each starting with its literal word (no pattern tried at every position)
     assert [source.split("(?=")[0] for source in compiled["locate"]] == [
         "key", "token", "secret", "pass(?:word|wd|phrase)?", "pwd", "credentials?", "creds", "auth"]
@@ -202,7 +204,7 @@ def test_importing_the_module_compiles_nothing_and_imports_only_the_stdlib() -> 
         "import sys\n"
         f"sys.path.insert(0, {str(SRC)!r})\n"
         "before = set(sys.modules)\n"
-        "import majordomus.archive.redact as r\n"
+        "import majordomus.redact as r\n"
         "roots = {m.split('.')[0] for m in set(sys.modules) - before}\n"
         "foreign = roots - set(sys.stdlib_module_names) - {'majordomus'}\n"
         "assert not foreign, foreign\n"
@@ -465,7 +467,7 @@ ADVERSARIAL = {
 CHILD = """
 import sys
 sys.path.insert(0, {src!r})
-from majordomus.archive.redact import redact
+from majordomus.redact import redact
 redact({expression})
 """
 
@@ -498,3 +500,24 @@ def test_the_hints_hide_no_match_in_the_corpus_or_the_samples() -> None:
 @settings(max_examples=400, deadline=None)
 def test_the_hints_never_change_the_result(text: str) -> None:
     assert redact(text) == redact(text, use_hints=False)
+
+
+# -- fields from outside (issue 10) ------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["Basic ", "dXNlcjpwYXNz", "ghp_", "key=", "sk-", "AKIA", "a1B2", "=", ":", "@", " ",
+                                 "hf_", "eyJ", "SK", "x"]), max_size=8).map("".join)
+       .filter(lambda t: len(t) < redact_module.SHORTEST_CREDENTIAL and "://" not in t))
+def test_a_field_too_short_for_any_credential_is_what_the_table_would_leave(text: str) -> None:
+    """scrub() skips reading the table for a short field without `://`: no rule can match there."""
+    assert redact(text) == (text, ())
+    assert redact_module.scrub(text) == text
+
+
+def test_scrub_redacts_and_bounds_a_field() -> None:
+    assert redact_module.scrub(None) is None
+    assert redact_module.scrub("feature/" + SHAPES["github-token"]) == "feature/[redacted:github-token]"
+    assert redact_module.scrub("https://ci:" + OPAQUE + "@git.example.com/r.git") == \
+        "https://ci:[redacted:url-userinfo]@git.example.com/r.git"
+    assert redact_module.scrub("x" * 5000, 64) == "x" * 64

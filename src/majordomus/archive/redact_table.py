@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from majordomus.archive.redact import CHECKS, Rule, _parse_rules, rule_spans  # stdlib only: what redact() applies
+from majordomus.redact import CHECKS, Rule, _parse_rules, rule_spans  # stdlib only: what redact() applies
 
 HERE = Path(__file__).parent
 YAML_PATH = HERE / "redact_rules.yaml"
@@ -192,7 +192,10 @@ def _rule(raw: Any, number: int) -> dict[str, Any]:
         if not isinstance(words, dict) or set(words) != set(WORD_LISTS):
             raise TableError(f"rule {name!r}: its words are exactly {', '.join(WORD_LISTS)}")
         build, locator = GENERATORS[raw["generator"]]
-        pattern, hints, anchor, locate = build(words), [], "name", locator(words)
+        pattern, anchor, locate = build(words), "name", locator(words)
+        # a short text (a hook's prompt) without any credential word, or without `value` for a pair, skips the
+        # rule: neither its locators nor its pattern are compiled; a long one is located directly
+        hints = ["value"] if raw["generator"] == "pair" else list(_stems(words["names"]))
     else:
         if "body" not in raw:
             raise TableError(f"rule {name!r} has no body; a rule is prefix, guard, body and end, or a generator")

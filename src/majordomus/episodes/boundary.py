@@ -30,6 +30,7 @@ from majordomus.identity import (
     worktree_id,
 )
 from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock, write_atomic
+from majordomus.redact import scrub
 from majordomus.simple_yaml import front_matter, yaml_lines
 from majordomus.values import replace, value
 
@@ -250,8 +251,9 @@ def _git_lines(root: Path, *args: str) -> tuple[list[str], bool | None]:
 
 
 def _changed_files(root: Path) -> tuple[list[str], bool | None]:
-    # the layer's own files are not the agent's work
-    return _git_lines(root, "status", "--porcelain", "--", ".", ":(exclude).ai")
+    # the layer's own files are not the agent's work; a file's name can hold a token (issue 10)
+    lines, cut = _git_lines(root, "status", "--porcelain", "--", ".", ":(exclude).ai")
+    return [scrub(line) or line for line in lines], cut
 
 
 def _commits(root: Path, start: str, head: str) -> tuple[list[str], bool]:

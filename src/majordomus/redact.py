@@ -31,7 +31,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator
 
-TABLE = Path(__file__).with_name("redact_rules.json")
+TABLE = Path(__file__).parent / "archive" / "redact_rules.json"  # compiled from archive/redact_rules.yaml
 
 # A span with fewer distinct characters than this (`AKIAXXXXXXXXXXXXXXXX`, `ghp_xxxx…`) or whose
 # tail is a run of one or two characters (`sk-proj-xxxx…`, `Bearer XXXX-XXXX…`) is a placeholder or
@@ -78,7 +78,7 @@ class Rule:
 
     def may_match(self, text: str, lowered: str) -> bool:
         """False when the text contains none of the hints (every match contains one)."""
-        if len(self.hints) > 1 and not self.anchor and len(text) >= LONG_TEXT:
+        if len(self.hints) > 1 and self.anchor != "hint" and len(text) >= LONG_TEXT:
             return True
         return not self.hints or any(hint in lowered for hint in self.hints)
 
@@ -87,14 +87,16 @@ class Rule:
         """The pattern's matches, left to right and not overlapping, as `finditer` would find them.
 
         `lowered` is the text lowercased with the same length (None: scan the text)."""
-        pattern = self.pattern
         if lowered is None or not self.anchor:
-            yield from pattern.finditer(text)
+            yield from self.pattern.finditer(text)
             return
         if self.anchor == "hint":
             starts = self._hint_starts(lowered)
         else:
             starts = _located(self.locate, text, lowered, {} if located is None else located)
+        if not starts:
+            return  # nothing to try: the pattern is not even compiled (the assignment one costs a hook ~10 ms)
+        pattern = self.pattern
         end = 0
         for start in starts:
             if start < end:
@@ -209,9 +211,8 @@ def rule_spans(rule: Rule, text: str, lowered: str | None = None,
                located: dict[tuple[str, ...], list[int]] | None = None) -> Iterator[tuple[int, int]]:
     """The spans one rule would replace in `text`, before overlaps with other rules are resolved."""
     check = CHECKS.get(rule.check, _default_check)
-    has_secret = "secret" in rule.pattern.groupindex
     for match in rule.matches(text, lowered, located):
-        start, end = match.span("secret") if has_secret else match.span()
+        start, end = match.span("secret") if "secret" in match.re.groupindex else match.span()
         if start < end and check(match, text[start:end]):
             yield start, end
 
@@ -258,3 +259,20 @@ def redact(text: str, *, use_hints: bool = True) -> tuple[str, tuple[str, ...]]:
         position = end
     pieces.append(text[position:])
     return "".join(pieces), tuple(sorted({name for _, _, name in spans}))
+
+
+# No rule matches fewer characters than this (`Basic ` and 8 of base64) unless the text has `://` in it
+# (URL user-info): a shorter field is returned without the table being read.
+SHORTEST_CREDENTIAL = 14
+FIELD_LIMIT = 4096
+
+
+def scrub(value: str | None, limit: int = FIELD_LIMIT) -> str | None:
+    """A field that comes from outside (a payload's ids, reason, paths; git's branch and file names; a remote
+    URL), made safe to write: redacted like prompt text, then cut to `limit` characters. Every such field
+    passes through here before it reaches a record, a file name, a log, stdout or stderr (issue 10)."""
+    if value is None:
+        return None
+    if len(value) >= SHORTEST_CREDENTIAL or "://" in value:
+        value = redact(value)[0]
+    return value[:limit]
