@@ -46,7 +46,9 @@ MIN_DISTINCT_IN_TAIL = 4
 WEAK_MIN_LENGTH = 20
 WEAK_MIN_ENTROPY = 3.5
 WEAK_MIN_CASE_SHARE = 0.25
-SHELL_SPECIAL = frozenset("!#$%^&*@")
+_STRONG = re.compile(r"[0-9!#$%^&*@]")  # a digit or a shell-special character
+_UPPER = re.compile(r"[A-Z]")
+_LOWER = re.compile(r"[a-z]")
 
 # From this length on, a rule's pattern has been compiled anyway and one scan by it beats several hint scans.
 LONG_TEXT = 65536
@@ -82,29 +84,16 @@ class Rule:
             return True
         return not self.hints or any(hint in lowered for hint in self.hints)
 
-    def matches(self, text: str, lowered: str | None,
-                located: dict[tuple[str, ...], list[int]] | None = None) -> Iterator[re.Match[str]]:
-        """The pattern's matches, left to right and not overlapping, as `finditer` would find them.
+    def starts(self, text: str, lowered: str,
+               located: dict[tuple[str, ...], list[int]] | None = None) -> list[int] | None:
+        """Where a match may start, sorted (every accepted match starts at one); None: scan the whole text.
 
-        `lowered` is the text lowercased with the same length (None: scan the text)."""
-        if lowered is None or not self.anchor:
-            yield from self.pattern.finditer(text)
-            return
+        `lowered` is the text lowercased with the same length."""
         if self.anchor == "hint":
-            starts = self._hint_starts(lowered)
-        else:
-            starts = _located(self.locate, text, lowered, {} if located is None else located)
-        if not starts:
-            return  # nothing to try: the pattern is not even compiled (the assignment one costs a hook ~10 ms)
-        pattern = self.pattern
-        end = 0
-        for start in starts:
-            if start < end:
-                continue
-            match = pattern.match(text, start)
-            if match is not None:
-                end = max(match.end(), start + 1)
-                yield match
+            return self._hint_starts(lowered)
+        if self.anchor == "name":
+            return _located(self.locate, text, lowered, {} if located is None else located)
+        return None
 
     def _hint_starts(self, lowered: str) -> list[int]:
         starts: set[int] = set()
@@ -149,13 +138,15 @@ def _opaque(match: re.Match[str], span: str) -> bool:
     letters and `_ . - + / ~ %` only must look random (long, high in entropy, cases mixed like random letters)."""
     if _is_placeholder(span):
         return False
-    if any("0" <= c <= "9" or c in SHELL_SPECIAL for c in span):
+    if _STRONG.search(span):
         return True
-    upper = sum(1 for c in span if "A" <= c <= "Z")
-    lower = sum(1 for c in span if "a" <= c <= "z")
+    if len(span) < WEAK_MIN_LENGTH:
+        return False
+    upper = len(_UPPER.findall(span))
+    lower = len(_LOWER.findall(span))
     letters = upper + lower
-    return (len(span) >= WEAK_MIN_LENGTH and letters > 0 and upper >= WEAK_MIN_CASE_SHARE * letters
-            and lower >= WEAK_MIN_CASE_SHARE * letters and _entropy(span[:512]) >= WEAK_MIN_ENTROPY)
+    return (letters > 0 and upper >= WEAK_MIN_CASE_SHARE * letters and lower >= WEAK_MIN_CASE_SHARE * letters
+            and _entropy(span[:512]) >= WEAK_MIN_ENTROPY)
 
 
 def _basic_credentials(match: re.Match[str], span: str) -> bool:
@@ -209,12 +200,42 @@ def load_rules() -> list[Rule]:
 
 def rule_spans(rule: Rule, text: str, lowered: str | None = None,
                located: dict[tuple[str, ...], list[int]] | None = None) -> Iterator[tuple[int, int]]:
-    """The spans one rule would replace in `text`, before overlaps with other rules are resolved."""
+    """The spans one rule replaces in `text`, left to right and not overlapping, before overlaps with other
+    rules are resolved. A match its check rejects claims nothing: the next may start inside it (so a
+    locator that skips what the check would reject finds exactly what a scan finds).
+
+    With `lowered` (the text lowercased, same length) the pattern is tried only where the rule's anchor
+    allows; without, it scans the whole text."""
     check = CHECKS.get(rule.check, _default_check)
-    for match in rule.matches(text, lowered, located):
-        start, end = match.span("secret") if "secret" in match.re.groupindex else match.span()
-        if start < end and check(match, text[start:end]):
-            yield start, end
+    starts = rule.starts(text, lowered, located) if lowered is not None else None
+    if starts is not None and not starts:
+        return  # nothing to try: the pattern is not even compiled (the assignment one costs a hook ~10 ms)
+    pattern = rule.pattern
+    has_secret = "secret" in pattern.groupindex
+    end = 0
+    candidates = iter(starts) if starts is not None else None
+    position = 0
+    while True:
+        if candidates is None:
+            match = pattern.search(text, position) if position <= len(text) else None
+            if match is None:
+                return
+        else:
+            start = next(candidates, None)
+            if start is None:
+                return
+            if start < end:
+                continue
+            match = pattern.match(text, start)
+            if match is None:
+                continue
+        first, last = match.span("secret") if has_secret else match.span()
+        if first < last and check(match, text[first:last]):
+            yield first, last
+            end = max(match.end(), match.start() + 1)
+            position = end
+        else:
+            position = match.start() + 1
 
 
 def _find_spans(text: str, rules: list[Rule], use_hints: bool = True) -> list[tuple[int, int, str]]:
