@@ -52,7 +52,8 @@ _BARE_CHARS = f"[.{_BARE.replace('A-Za-z', 'a-z')}]"
 _STRONG = "[0-9!#$%^&*@]"  # as redact._STRONG: a value with one needs no more evidence
 # What a locator requires of a value (lowercased text): quoted or bare, 16 characters, and either a digit or
 # shell-special character, or 20 characters (redact._opaque rejects anything else, so it is not tried).
-_LOCATE_VALUE = (rf"""(?:\\?{_LOCATE_QUOTE}(?={_QUOTED_CHARS}{{16}})(?:{_QUOTED_CHARS}{{0,4095}}{_STRONG}|{_QUOTED_CHARS}{{20}})"""
+_LOCATE_VALUE = (rf"""(?:\\?{_LOCATE_QUOTE}(?={_QUOTED_CHARS}{{16}})"""
+                 rf"(?:{_QUOTED_CHARS}{{0,4095}}{_STRONG}|{_QUOTED_CHARS}{{20}})"
                  rf"|(?={_BARE_CHARS}{{16}})(?:{_BARE_CHARS}{{0,4095}}{_STRONG}|{_BARE_CHARS}{{20}}))")
 # Between a name and its `value` field, in XML attributes, JSON members and YAML lists.
 _PAIR_GAP = r"""[\"']?[ \t]{0,16}+[,;]?[ \t\r\n]{0,64}+[\"']?(?i:value)[\"']?[ \t]{0,16}+[:=]"""
@@ -136,7 +137,8 @@ def assignment_locate(words: dict[str, Any]) -> list[str]:
     """One locator per word stem, over the lowercased text: the word, then an operator and 16 value characters
     (assignment) or a `value` field (pair). Each starts with a literal, so `re` skips to it; every match of
     either rule ends its name where one ends. Both rules have these same locators, and share one scan."""
-    look = (rf"""(?=[\\"'`\t :=>,?;\r\n])(?=\\?{_LOCATE_QUOTE}?{_SPACE}{_operator(words["operators"])}{_SPACE}{_LOCATE_VALUE}"""
+    operator = _operator(words["operators"])
+    look = (rf"""(?=[\\"'`\t :=>,?;\r\n])(?=\\?{_LOCATE_QUOTE}?{_SPACE}{operator}{_SPACE}{_LOCATE_VALUE}"""
             rf"|{_LOCATE_PAIR_GAP}{_LOCATE_VALUE})")
     return [_stem_pattern(stem, tails) + look for stem, tails in _stems(words["names"]).items()]
 
