@@ -285,15 +285,14 @@ def redact(text: str, *, use_hints: bool = True) -> tuple[str, tuple[str, ...]]:
 # No rule matches fewer characters than this (`Basic ` and 8 of base64) unless the text has `://` in it
 # (URL user-info): a shorter field is returned without the table being read.
 SHORTEST_CREDENTIAL = 14
-FIELD_LIMIT = 4096
 
 
-def scrub(value: str | None, limit: int = FIELD_LIMIT) -> str | None:
+def scrub(value: str | None, limit: int | None = None) -> str | None:
     """A field that comes from outside (a payload's ids, reason, paths; git's branch and file names; a remote
-    URL), made safe to write: redacted like prompt text, then cut to `limit` characters. Every such field
+    URL), made safe to write: redacted like prompt text, then cut to `limit` characters if given. Every such field
     passes through here before it reaches a record, a file name, a log, stdout or stderr (issue 10)."""
     if value is None:
         return None
     if len(value) >= SHORTEST_CREDENTIAL or "://" in value:
         value = redact(value)[0]
-    return value[:limit]
+    return value if limit is None else value[:limit]

@@ -70,19 +70,16 @@ def field(data: dict[str, Any], key: str, default: Any = None) -> Any:
     return node
 
 
-SCALAR_LIMIT = 1024  # an id, a source, a reason: past this it is not one, and it is cut
-
-
 def first_scalar(data: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     """The first of `keys` (dotted keys follow nested objects) holding a non-blank string or a number;
-    anything else counts as absent. A string is redacted and bounded (majordomus.redact.scrub): an id or a
-    reason ends up in file names, records, logs and reports, and a client may put anything in it."""
+    anything else counts as absent. A string is redacted (majordomus.redact.scrub): an id or a reason ends up
+    in file names, records, logs and reports, and a client may put anything in it."""
     for key in keys:
         found = field(data, key)
         if isinstance(found, str) and found.strip():
             from majordomus.redact import scrub
 
-            return scrub(found.strip(), SCALAR_LIMIT)
+            return scrub(found.strip())
         if isinstance(found, int) and not isinstance(found, bool):
             return str(found)
     return None
