@@ -201,8 +201,9 @@ def load_rules() -> list[Rule]:
 def rule_spans(rule: Rule, text: str, lowered: str | None = None,
                located: dict[tuple[str, ...], list[int]] | None = None) -> Iterator[tuple[int, int]]:
     """The spans one rule replaces in `text`, left to right and not overlapping, before overlaps with other
-    rules are resolved. A match its check rejects claims nothing: the next may start inside it (so a
-    locator that skips what the check would reject finds exactly what a scan finds).
+    rules are resolved. A match a rule's named check rejects claims nothing: the next may start inside it
+    (so a locator that skips what the check would reject finds exactly what a scan finds); one that only
+    looks like a placeholder claims its span.
 
     With `lowered` (the text lowercased, same length) the pattern is tried only where the rule's anchor
     allows; without, it scans the whole text."""
@@ -230,8 +231,12 @@ def rule_spans(rule: Rule, text: str, lowered: str | None = None,
             if match is None:
                 continue
         first, last = match.span("secret") if has_secret else match.span()
-        if first < last and check(match, text[first:last]):
+        accepted = first < last and check(match, text[first:last])
+        if accepted:
             yield first, last
+        if accepted or not rule.check:
+            # a placeholder (`ghp_xxxx…`, `ghp_ghp_ghp_…`) claims its span like a credential: every start
+            # costs at most one bounded quantifier, once (REDACTION.md R6)
             end = max(match.end(), match.start() + 1)
             position = end
         else:
