@@ -172,7 +172,7 @@ def archives(tmp: Path, sizes: list[int]) -> None:
 
 
 def redaction() -> None:
-    from majordomus.archive.redact import redact
+    from majordomus.redact import redact
 
     prose = ("The parser keeps a small table of token kinds; when a line ends in a backslash the next line "
              "continues it. Please refactor it, keep the tests green, and explain the change in plain words.\n")

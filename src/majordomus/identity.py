@@ -269,7 +269,9 @@ def repository_id(root: Path, *, deadline: float | None = None) -> str:
         common = (git(root, "rev-parse", "--path-format=absolute", "--git-common-dir", deadline=deadline)
                   or str(root / ".git"))
     if url:
-        return _strip_userinfo(url)
+        from majordomus.redact import scrub
+
+        return scrub(_strip_userinfo(url)) or url[:0]  # a token in the path or query is redacted too
     return "local:" + sha256(common.encode()).hexdigest()[:16]
 
 
@@ -285,6 +287,15 @@ class TreeState:
 
 
 def head_state(root: Path, *, deadline: float | None = None) -> tuple[str, str]:
+    """(branch, head): the branch redacted (a branch name can hold a token, and it goes into file names,
+    records and the ledger)."""
+    from majordomus.redact import scrub
+
+    branch, head = _head_state(root, deadline=deadline)
+    return scrub(branch) or branch, head
+
+
+def _head_state(root: Path, *, deadline: float | None = None) -> tuple[str, str]:
     """(branch, head) from the files under .git; git is asked only for layouts we do not read."""
     dirs = git_dirs(root)
     text = _read(os.path.join(dirs[0], "HEAD")) if dirs else None

@@ -267,7 +267,7 @@ def test_the_prompt_hook_imports_the_standard_library_only(initialised_repo: Pat
                            "--provider", "claude-code"], capture_output=True, text=True, check=True)
     code, loaded = json.loads(done.stdout.splitlines()[-1])
     assert code == 0, done.stderr
-    assert "majordomus.archive.redact" in loaded and "majordomus.archive.capture" in loaded
+    assert "majordomus.redact" in loaded and "majordomus.archive.capture" in loaded
     heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY)
     assert heavy == []
     assert not any(m.startswith(("majordomus.mcp", "majordomus.capabilities")) for m in loaded)

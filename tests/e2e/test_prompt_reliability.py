@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from majordomus.archive import record as rec
-from majordomus.archive.redact import redact
+from majordomus.redact import redact
 from support import MAJORDOMUS, open_files
 
 PROMPTS = Path(".ai/local/prompts")

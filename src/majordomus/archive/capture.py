@@ -44,7 +44,7 @@ class CaptureReport:
 
 def _keys(data: dict[str, Any]) -> str:
     """The payload's key names for the log: capped, and redacted too (a key can be anything a client sends)."""
-    from majordomus.archive.redact import redact
+    from majordomus.redact import redact
 
     # redacted whole before it is cut (a cut credential no longer matches its shape), then escaped (a key
     # holding a line feed must not break the log line) and capped
@@ -136,7 +136,7 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
     if is_injected(text):
         return CaptureReport(0, "capture prompt: an injected message, not the person's prompt; not archived")
 
-    from majordomus.archive.redact import redact
+    from majordomus.redact import redact
 
     if dry_run:  # the status self-test: the real path up to here, and nothing written
         who = first_scalar(data, row.session_keys)

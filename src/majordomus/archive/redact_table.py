@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from majordomus.archive.redact import Rule, _is_placeholder  # stdlib only: what redact() applies
+from majordomus.redact import CHECKS, Rule, _parse_rules, rule_spans  # stdlib only: what redact() applies
 
 HERE = Path(__file__).parent
 YAML_PATH = HERE / "redact_rules.yaml"
@@ -25,25 +25,39 @@ JSON_PATH = HERE / "redact_rules.json"
 
 MAX_LINE = 200
 PARTS = ("prefix", "guard", "body", "end")
-KEYS = frozenset({"name", *PARTS, "hints", "examples", "near_misses", "generator", "words"})
+KEYS = frozenset({"name", *PARTS, "hints", "anchor", "check", "examples", "near_misses", "generator", "words"})
+ANCHORS = ("", "hint", "name")
 WORD_LISTS = ("names", "compounds", "not_secret", "operators", "references", "extension_lengths")
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
-# The fixed pieces of the assignment rule; what varies (the words) lives in the source.
+# The fixed pieces of the assignment rules; what varies (the words) lives in the source.
 _QUOTE = r"""[\"'`]"""  # a quote, as the pattern spells it
-_HINT_QUOTE = r"""["'`]"""  # the same, as the hint spells it
-_NAME_RUN = r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{1,64}+"
+_LOCATE_QUOTE = r"""["'`]"""  # the same, as a locator spells it
+_NAME_RUN = r"[A-Za-z0-9_.-]{1,64}+"
 _SPACE = r"[ \t]{0,16}+"
-_HINT_SPACE = r"[ \t]{0,16}"
 _QUOTED_START = r"(?<=[\"'`])(?![$.{<%(\[*])"
-_QUOTED_VALUE = (r"(?=[^\"'`\\\s0-9]{0,4095}[0-9])(?=[^\"'`\\\sA-Za-z]{0,4095}[A-Za-z])"
+# A value needs a letter; one without a digit or a shell-special character must also look random, which
+# redact._opaque decides (a pattern cannot measure entropy).
+_QUOTED_VALUE = (r"(?=[^\"'`\\\sA-Za-z]{0,4095}[A-Za-z])"
                  r"(?![^\"'`\\\s]{0,4092}?(?:\.\.\.|[xX]{4}|\*{4}))[^\"'`\\\s]{16,4096}+(?=[\"'`\\\r\n]|\Z)")
+_BARE = "A-Za-z0-9+/_~%$*!#^-"  # shell-special characters included: `REDIS_PASSWORD=Zq$9*...` is one value
 _BARE_START = r"(?<![\"'`])(?![$.])"
-_BARE_VALUE = (r"(?=[A-Za-z+/_~%.-]{0,4095}[0-9])(?=[0-9+/_~%.-]{0,4095}[A-Za-z])"
-               r"(?![A-Za-z0-9+/_~%.-]{0,4092}?(?:\.\.\.|[xX]{4}))"
-               r"(?:[A-Za-z0-9+/_~%-]|\.(?=[A-Za-z0-9+/_~%-])){16,4096}+"
-               r"={0,3}(?![A-Za-z0-9+/_~%=(\[{…-]|\.\.)")
-_HINT_VALUE = r"""[^"'`\\\s]{16}"""
+_BARE_VALUE = (rf"(?=[0-9+/_~%.$*!#^-]{{0,4095}}[A-Za-z])"
+               rf"(?![.{_BARE}]{{0,4092}}?(?:\.\.\.|[xX]{{4}}|\*{{4}}))"
+               rf"(?:[{_BARE}]|\.(?=[{_BARE}])){{16,4096}}+"
+               rf"={{0,3}}(?![=(\[{{…{_BARE}]|\.\.)")
+# What a locator requires of a value's first 16 characters (lowercased text): quoted, or bare.
+_QUOTED_CHARS = r"""[^\s"'`\\]"""
+_BARE_CHARS = f"[.{_BARE.replace('A-Za-z', 'a-z')}]"
+_STRONG = "[0-9!#$%^&*@]"  # as redact._STRONG: a value with one needs no more evidence
+# What a locator requires of a value (lowercased text): quoted or bare, 16 characters, and either a digit or
+# shell-special character, or 20 characters (redact._opaque rejects anything else, so it is not tried).
+_LOCATE_VALUE = (rf"""(?:\\?{_LOCATE_QUOTE}(?={_QUOTED_CHARS}{{16}})"""
+                 rf"(?:{_QUOTED_CHARS}{{0,4095}}{_STRONG}|{_QUOTED_CHARS}{{20}})"
+                 rf"|(?={_BARE_CHARS}{{16}})(?:{_BARE_CHARS}{{0,4095}}{_STRONG}|{_BARE_CHARS}{{20}}))")
+# Between a name and its `value` field, in XML attributes, JSON members and YAML lists.
+_PAIR_GAP = r"""[\"']?[ \t]{0,16}+[,;]?[ \t\r\n]{0,64}+[\"']?(?i:value)[\"']?[ \t]{0,16}+[:=]"""
+_LOCATE_PAIR_GAP = r"""["']?[ \t]{0,16}+[,;]?[ \t\r\n]{0,64}+["']?value["']?[ \t]{0,16}+[:=][ \t]{0,16}+"""
 
 
 class TableError(ValueError):
@@ -61,50 +75,81 @@ def _operator(operators: list[str]) -> str:
     return "(?:" + "|".join([*long, f"[{short}]"]) + ")"
 
 
-def _folded(words: list[str]) -> str:
-    """`pass, password, passwd` -> `pass(?:word|wd)?`: each word joins the shortest listed word it starts with,
-    in order of first appearance, so the alternation stays readable and matches exactly the listed words."""
+def _stems(words: list[str]) -> dict[str, list[str]]:
+    """`pass, password, passwd` -> {pass: ["", word, wd]}: each word joins the shortest listed word it starts
+    with, in order of first appearance."""
     groups: dict[str, list[str]] = {}
     for word in words:
         stem = min((s for s in words if word.startswith(s)), key=len)
         groups.setdefault(stem, []).append(word[len(stem):])
+    return groups
+
+
+def _stem_pattern(stem: str, tails: list[str]) -> str:
+    rest = [re.escape(t) for t in tails if t]
+    if not rest:
+        return re.escape(stem)
+    if len(rest) == 1 and len(rest[0]) == 1:
+        return f"{re.escape(stem)}{rest[0]}?"
+    return f"{re.escape(stem)}(?:{'|'.join(rest)})?"
+
+
+def _excluded(word: str, prefixes: list[str]) -> str:
+    """`(?<!(?i:cache|range)[_.-](?i:key))(?<!(?i:cache|range)Key)`…: the `not_secret` compounds of one word,
+    one look-behind per prefix length (a look-behind's alternatives must be of one width)."""
+    by_length: dict[int, list[str]] = {}
+    for prefix in prefixes:
+        by_length.setdefault(len(prefix), []).append(prefix)
     pieces = []
-    for stem, tails in groups.items():
-        rest = [re.escape(t) for t in tails if t]
-        if not rest:
-            pieces.append(re.escape(stem))
-        elif len(rest) == 1 and len(rest[0]) == 1:
-            pieces.append(f"{re.escape(stem)}{rest[0]}?")
-        else:
-            pieces.append(f"{re.escape(stem)}(?:{'|'.join(rest)})?")
-    return "(?:" + "|".join(pieces) + ")"
+    for group in by_length.values():
+        alternatives = "|".join(re.escape(p) for p in group)
+        pieces.append(f"(?<!(?i:{alternatives})[_.-]{_ci(word)})(?<!(?i:{alternatives}){re.escape(word.capitalize())})")
+    return "".join(pieces)
 
 
-def assignment_pattern(words: dict[str, Any]) -> str:
-    """`NAME <op> VALUE` where NAME ends in a credential word and VALUE looks random; only VALUE is the secret."""
+def _name_checks(words: dict[str, Any]) -> str:
+    """After a name run: it ends in a credential word (a whole component, or camelCase) and is not a
+    `not_secret` compound of that word such as cache_key or pageToken."""
     names: list[str] = words["names"]
-    operator = _operator(words["operators"])
-    separator = rf"\\?{_QUOTE}?{_SPACE}{operator}"
-    endings = [f"(?<={_ci(w)})(?<![A-Za-z0-9]{_ci(w)})" for w in [*names, *words["compounds"]]]
-    endings += [f"(?<=[a-z0-9]{re.escape(w.capitalize())})" for w in names]
-    excluded = "".join(f"(?<!{_ci(p)}[_.-]{_ci(w)})(?<!{_ci(p)}{re.escape(w.capitalize())})"
-                       for w, prefixes in words["not_secret"].items() for p in prefixes)
+    exclusions = {w: _excluded(w, prefixes) for w, prefixes in words["not_secret"].items()}
+    endings = [f"(?<={_ci(w)})(?<![A-Za-z0-9]{_ci(w)}){exclusions.get(w, '')}" for w in names]
+    endings += [f"(?<={_ci(w)})(?<![A-Za-z0-9]{_ci(w)})" for w in words["compounds"]]
+    endings += [f"(?<=[a-z0-9]{re.escape(w.capitalize())}){exclusions.get(w, '')}" for w in names]
+    return f"(?:{'|'.join(endings)})"
+
+
+def _value(words: dict[str, Any]) -> str:
     reference = "(?!(?i:" + "|".join(re.escape(r) for r in words["references"]) + "))"
     no_file = "".join(rf"(?<!\.[A-Za-z]{{{n}}})" for n in words["extension_lengths"])
     quoted = _QUOTED_START + reference + _QUOTED_VALUE + no_file
     bare = _BARE_START + reference + _BARE_VALUE + no_file
-    return (f"{_NAME_RUN}(?={separator})(?:{'|'.join(endings)}){excluded}"
-            f"{separator}{_SPACE}(?:\\\\?{_QUOTE})?(?P<secret>{quoted}|{bare})")
+    return f"(?:\\\\?{_QUOTE})?(?P<secret>{quoted}|{bare})"
 
 
-def assignment_hint(words: dict[str, Any]) -> str:
-    """A `/regex/` every assignment match contains: a credential word, an operator, 16 value characters."""
+def assignment_pattern(words: dict[str, Any]) -> str:
+    """`NAME <op> VALUE` where NAME ends in a credential word and VALUE looks opaque; only VALUE is the secret."""
+    separator = rf"\\?{_QUOTE}?{_SPACE}{_operator(words['operators'])}"
+    return (f"(?<![A-Za-z0-9_.-]){_NAME_RUN}(?={separator}){_name_checks(words)}"
+            f"{separator}{_SPACE}{_value(words)}")
+
+
+def assignment_locate(words: dict[str, Any]) -> list[str]:
+    """One locator per word stem, over the lowercased text: the word, then an operator and 16 value characters
+    (assignment) or a `value` field (pair). Each starts with a literal, so `re` skips to it; every match of
+    either rule ends its name where one ends. Both rules have these same locators, and share one scan."""
     operator = _operator(words["operators"])
-    return (f"/{_folded(words['names'])}\\\\?{_HINT_QUOTE}?{_HINT_SPACE}{operator}{_HINT_SPACE}"
-            f"(?:\\\\?{_HINT_QUOTE})?{_HINT_VALUE}/")
+    look = (rf"""(?=[\\"'`\t :=>,?;\r\n])(?=\\?{_LOCATE_QUOTE}?{_SPACE}{operator}{_SPACE}{_LOCATE_VALUE}"""
+            rf"|{_LOCATE_PAIR_GAP}{_LOCATE_VALUE})")
+    return [_stem_pattern(stem, tails) + look for stem, tails in _stems(words["names"]).items()]
 
 
-GENERATORS = {"assignment": (assignment_pattern, assignment_hint)}
+def pair_pattern(words: dict[str, Any]) -> str:
+    """A name and its value in two fields: `<add key="StorageAccountKey" value="…"/>`,
+    `{"name": "api_key", "value": "…"}`, `- name: API_TOKEN` / `value: …`; only the value is the secret."""
+    return (rf"""(?<=[\"'\s]){_NAME_RUN}(?={_PAIR_GAP}){_name_checks(words)}{_PAIR_GAP}{_SPACE}{_value(words)}""")
+
+
+GENERATORS = {"assignment": (assignment_pattern, assignment_locate), "pair": (pair_pattern, assignment_locate)}
 
 
 def _example(rule: str, raw: Any) -> dict[str, str]:
@@ -124,10 +169,15 @@ def _strings(rule: str, key: str, raw: Any) -> list[str]:
     return items
 
 
-def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
-    group = "secret" if "secret" in pattern.groupindex else 0
-    spans = [m.span(group) for m in pattern.finditer(text)]
-    return [(s, e) for s, e in spans if s < e and not _is_placeholder(text[s:e])]
+def _spans(rule: Rule, text: str) -> list[tuple[int, int]]:
+    """The spans the rule replaces, found both ways: by its pattern over the whole text, and the way the
+    hook finds them (hints, anchor, locators). A row is proved only when the two agree."""
+    scanned = list(rule_spans(rule, text))
+    lowered = text.lower()
+    fast = list(rule_spans(rule, text, lowered)) if rule.may_match(text, lowered) else []
+    if fast != scanned:
+        raise TableError(f"rule {rule.name!r}: its hints, anchor or locators miss a match in {text!r}")
+    return scanned
 
 
 def _rule(raw: Any, number: int) -> dict[str, Any]:
@@ -139,42 +189,57 @@ def _rule(raw: Any, number: int) -> dict[str, Any]:
     unknown = sorted(set(raw) - KEYS)
     if unknown:
         raise TableError(f"rule {name!r}: unknown key(s) {', '.join(unknown)}")
+    anchor = raw.get("anchor", "")
+    check = raw.get("check", "")
+    locate: list[str] = []
     if raw.get("generator") is not None:
-        if raw["generator"] not in GENERATORS or any(k in raw for k in (*PARTS, "hints")):
+        if raw["generator"] not in GENERATORS or any(k in raw for k in (*PARTS, "hints", "anchor")):
             raise TableError(f"rule {name!r}: a generated rule names a known generator ({', '.join(GENERATORS)}) "
-                             "and has words, not parts or hints")
+                             "and has words, not parts, hints or an anchor")
         words = raw.get("words")
         if not isinstance(words, dict) or set(words) != set(WORD_LISTS):
             raise TableError(f"rule {name!r}: its words are exactly {', '.join(WORD_LISTS)}")
-        build, hint = GENERATORS[raw["generator"]]
-        pattern, hints = build(words), [hint(words)]
+        build, locator = GENERATORS[raw["generator"]]
+        pattern, anchor, locate = build(words), "name", locator(words)
+        # a short text (a hook's prompt) without any credential word, or without `value` for a pair, skips the
+        # rule: neither its locators nor its pattern are compiled; a long one is located directly
+        hints = ["value"] if raw["generator"] == "pair" else list(_stems(words["names"]))
     else:
         if "body" not in raw:
             raise TableError(f"rule {name!r} has no body; a rule is prefix, guard, body and end, or a generator")
         pattern = "".join("".join(_strings(name, part, raw[part])) for part in PARTS if part in raw)
         hints = _strings(name, "hints", raw.get("hints", []))
-    if any(h != h.lower() for h in hints if not h.startswith("/")):
+    if anchor not in ANCHORS or (anchor == "hint" and not hints):
+        raise TableError(f"rule {name!r}: anchor is `hint` (every match starts at a hint) or absent")
+    if check and check not in CHECKS:
+        raise TableError(f"rule {name!r}: check is one of {', '.join(CHECKS)}")
+    if any(h != h.lower() or not h for h in hints):
         raise TableError(f"rule {name!r}: its hints must be lowercase")
     try:
-        compiled = re.compile(pattern)
+        re.compile(pattern)
+        for source in locate:
+            re.compile(source)
     except re.error as error:
         raise TableError(f"rule {name!r}: its pattern is not a valid regular expression ({error})") from None
     examples = [_example(name, e) for e in raw.get("examples") or []]
     if not examples:
         raise TableError(f"rule {name!r} has no examples; every rule needs at least one text it must redact")
-    rule = Rule(name=name, source=pattern, sample=examples[0]["text"], hints=tuple(hints))
+    rule = Rule(name=name, source=pattern, sample=examples[0]["text"], hints=tuple(hints), anchor=anchor,
+                locate=tuple(locate), check=check)
     for example in examples:
         text, secret = example["text"], example["secret"]
         start = text.index(secret)
-        if (start, start + len(secret)) not in _spans(compiled, text):
-            raise TableError(f"rule {name!r}: the example {text!r} does not match its pattern at {secret!r}")
         if not rule.may_match(text, text.lower()):
             raise TableError(f"rule {name!r}: the example {text!r} contains none of its hints")
+        if (start, start + len(secret)) not in _spans(rule, text):
+            raise TableError(f"rule {name!r}: the example {text!r} does not match its pattern at {secret!r}")
     near_misses = _strings(name, "near_misses", raw.get("near_misses", []))
     for text in near_misses:
-        if _spans(compiled, text):
+        if _spans(rule, text):
             raise TableError(f"rule {name!r}: the near-miss {text!r} matches its pattern")
-    return {"name": name, "pattern": pattern, "hints": hints, "examples": examples, "near_misses": near_misses}
+    compiled: dict[str, Any] = {"name": name, "pattern": pattern, "hints": hints}
+    compiled.update({k: v for k, v in (("anchor", anchor), ("locate", locate), ("check", check)) if v})
+    return {**compiled, "examples": examples, "near_misses": near_misses}
 
 
 def compile_source(text: str) -> dict[str, Any]:
@@ -196,10 +261,10 @@ def compile_source(text: str) -> dict[str, Any]:
         if any(r["name"] == rule["name"] for r in rules):
             raise TableError(f"rule {rule['name']!r} is a duplicate name; each rule name appears once")
         rules.append(rule)
-    patterns = [(r["name"], re.compile(r["pattern"])) for r in rules]
+    parsed = _parse_rules({"rules": rules})
     for rule in rules:
         for text in rule["near_misses"]:
-            other = next((name for name, pattern in patterns if _spans(pattern, text)), None)
+            other = next((r.name for r in parsed if _spans(r, text)), None)
             if other is not None:
                 raise TableError(f"rule {rule['name']!r}: the near-miss {text!r} matches rule {other!r}")
     return {"version": 1, "rules": rules}

@@ -72,11 +72,14 @@ def field(data: dict[str, Any], key: str, default: Any = None) -> Any:
 
 def first_scalar(data: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     """The first of `keys` (dotted keys follow nested objects) holding a non-blank string or a number;
-    anything else counts as absent."""
+    anything else counts as absent. A string is redacted (majordomus.redact.scrub): an id or a reason ends up
+    in file names, records, logs and reports, and a client may put anything in it."""
     for key in keys:
         found = field(data, key)
         if isinstance(found, str) and found.strip():
-            return found.strip()
+            from majordomus.redact import scrub
+
+            return scrub(found.strip())
         if isinstance(found, int) and not isinstance(found, bool):
             return str(found)
     return None

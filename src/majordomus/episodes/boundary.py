@@ -41,6 +41,7 @@ from majordomus.layout import (
     sweep_stale_temps,
     write_atomic,
 )
+from majordomus.redact import scrub
 from majordomus.simple_yaml import front_matter, yaml_lines
 from majordomus.values import replace, value
 
@@ -285,8 +286,9 @@ def _git_lines(root: Path, deadline: float, *args: str) -> tuple[list[str], List
 
 
 def _changed_files(root: Path, deadline: float) -> tuple[list[str], ListState]:
-    # the layer's own files are not the agent's work
-    return _git_lines(root, deadline, "status", "--porcelain", "--", ".", ":(exclude).ai")
+    # the layer's own files are not the agent's work; a file's name can hold a token (issue 10)
+    lines, state = _git_lines(root, deadline, "status", "--porcelain", "--", ".", ":(exclude).ai")
+    return [scrub(line) or line for line in lines], state
 
 
 def _commits(root: Path, start: str, head: str, deadline: float) -> tuple[list[str], ListState]:

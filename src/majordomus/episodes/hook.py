@@ -23,7 +23,10 @@ from majordomus.episodes.boundary import (
 from majordomus.errors import MajordomusError, MissingError, UsageError
 from majordomus.identity import session_key
 from majordomus.layout import Layout
+from majordomus.redact import scrub
 from majordomus.values import value
+
+REASON_LIMIT = 64  # an end reason: the declared ones are short words; anything longer is cut
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -82,10 +85,13 @@ def _draw(layout: Layout, prov: Provider, row: SessionRow, event: str, data: dic
           dry_run: bool = False, held_by: int | None = None) -> SessionReport:
     provider = prov.name
     where = f"capture session --provider {provider} --event {event}"
+    # every string first_scalar returns is redacted; a reason is also cut short: past the declared reasons it
+    # is a client's free text, and it lands in the tracked record, the ledger and the report
+    reason = first_scalar(data, row.reason_keys)
     boundary = Boundary(prov, event, first_scalar(data, row.session_keys), first_scalar(data, row.source_keys),
-                        first_scalar(data, row.reason_keys))
+                        reason[:REASON_LIMIT] if reason else reason)
     if boundary.provider_session is None:
-        keys = ", ".join(sorted(data)) or "none"
+        keys = ", ".join(scrub(str(k), 40) or "" for k in sorted(data)[:30]) or "none"
         log_failure(layout, f"{where}: the payload names no provider session (keys: {keys}); nothing recorded")
         return SessionReport(0, f"capture session: the payload names no provider session (looked for "
                                 f"{', '.join(row.session_keys)}); nothing recorded")

@@ -1,0 +1,303 @@
+"""Applies the credential table (redact_rules.json) to prompt text before anything is persisted.
+
+Runs on the hook path: stdlib only. The table is compiled from redact_rules.yaml by
+`python -m majordomus.archive.redact_table --write`, which proves every row against its examples and
+near-misses; this module only reads the JSON. Every pattern in the table is linear-time in Python's `re`.
+
+How a rule runs (its `anchor`), cheapest first:
+- every rule has `hints`, lowercase substrings one of which every match contains: a text with none of them
+  skips the rule, which is then neither compiled nor run (compiling the whole table costs a hook ~10 ms);
+  a hint costs one scan of the text, and so does a pattern with a literal prefix (`re` skips to it), so on
+  a long text a rule with several hints and no anchor is run without them: one scan, not one per hint;
+- `anchor: hint`: every match starts where a hint occurs, so the pattern is tried only there (`str.find`,
+  no scan of the text by a pattern whose first character is a class or case-insensitive);
+- `anchor: name`: the assignment rules. `locate` are small patterns over the lowercased text, one per
+  credential word with a literal start, that find a word followed by an operator and the start of a value;
+  the rule is tried only at the start of the name that ends there. Prose full of "token" and "key" costs
+  a few literal scans, not a pattern tried at every position;
+- otherwise the pattern scans the text (its literal prefix makes `re` skip to candidates).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from pathlib import Path
+
+from majordomus.values import value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator
+
+TABLE = Path(__file__).parent / "archive" / "redact_rules.json"  # compiled from archive/redact_rules.yaml
+
+# A span with fewer distinct characters than this (`AKIAXXXXXXXXXXXXXXXX`, `ghp_xxxx…`) or whose
+# tail is a run of one or two characters (`sk-proj-xxxx…`, `Bearer XXXX-XXXX…`) is a placeholder or
+# an adversarial run, not a credential (REDACTION.md §0.3, §2.9). Random tails never look like that.
+MIN_DISTINCT_CHARACTERS = 8
+TAIL_LENGTH = 16
+MIN_DISTINCT_IN_TAIL = 4
+
+# A value with no digit and no shell-special character is a credential only when it looks random:
+# long, high in entropy, and mixing upper and lower case the way random letters do (an identifier such as
+# `getAuthenticationToken` has one capital in six letters, random letters one in two).
+WEAK_MIN_LENGTH = 20
+WEAK_MIN_ENTROPY = 3.5
+WEAK_MIN_CASE_SHARE = 0.25
+_STRONG = re.compile(r"[0-9!#$%^&*@]")  # a digit or a shell-special character
+_UPPER = re.compile(r"[A-Z]")
+_LOWER = re.compile(r"[a-z]")
+
+# From this length on, a rule's pattern has been compiled anyway and one scan by it beats several hint scans.
+LONG_TEXT = 65536
+# The start of a name that ends at a given position: at most 64 name characters, not preceded by one.
+_NAME_TAIL = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{1,64}\Z")
+# Placeholder passwords in URL user-info: a word that names the field, not a value.
+_USERINFO_PLACEHOLDERS = frozenset({"password", "passwd", "pass", "pwd", "pw", "secret", "token", "changeme"})
+
+
+@value
+class Rule:
+    """One credential shape. If `pattern` has a group named `secret`, only that group is replaced.
+
+    `hints`, `anchor` and `locate`: see the module docstring. `check` names a test the matched span must
+    also pass (CHECKS); without one, a span that looks like a placeholder is dropped.
+    """
+
+    name: str
+    source: str
+    sample: str
+    hints: tuple[str, ...] = ()
+    anchor: str = ""
+    locate: tuple[str, ...] = ()
+    check: str = ""
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source)  # `re` caches compiled patterns per process
+
+    def may_match(self, text: str, lowered: str) -> bool:
+        """False when the text contains none of the hints (every match contains one)."""
+        if len(self.hints) > 1 and self.anchor != "hint" and len(text) >= LONG_TEXT:
+            return True
+        return not self.hints or any(hint in lowered for hint in self.hints)
+
+    def starts(self, text: str, lowered: str,
+               located: dict[tuple[str, ...], list[int]] | None = None) -> list[int] | None:
+        """Where a match may start, sorted (every accepted match starts at one); None: scan the whole text.
+
+        `lowered` is the text lowercased with the same length."""
+        if self.anchor == "hint":
+            return self._hint_starts(lowered)
+        if self.anchor == "name":
+            return _located(self.locate, text, lowered, {} if located is None else located)
+        return None
+
+    def _hint_starts(self, lowered: str) -> list[int]:
+        starts: set[int] = set()
+        for hint in self.hints:
+            position = lowered.find(hint)
+            while position >= 0:
+                starts.add(position)
+                position = lowered.find(hint, position + 1)
+        return sorted(starts)
+
+
+
+def _located(locate: tuple[str, ...], text: str, lowered: str, cache: dict[tuple[str, ...], list[int]]) -> list[int]:
+    """The starts of the names the locators find. `cache` holds them per call of redact(): the two assignment
+    rules share their locators, so the text is scanned for the credential words once."""
+    if locate not in cache:
+        starts: set[int] = set()
+        for source in locate:
+            for found in re.finditer(source, lowered):
+                name = _NAME_TAIL.search(text, max(0, found.end() - 65), found.end())
+                if name is not None:
+                    starts.add(name.start())
+        cache[locate] = sorted(starts)
+    return cache[locate]
+
+
+def _entropy(span: str) -> float:
+    import math  # only for a value without a digit
+
+    counts: dict[str, int] = {}
+    for character in span:
+        counts[character] = counts.get(character, 0) + 1
+    return -sum(n / len(span) * math.log2(n / len(span)) for n in counts.values())
+
+
+def _is_placeholder(span: str) -> bool:
+    return len(set(span)) < MIN_DISTINCT_CHARACTERS or len(set(span[-TAIL_LENGTH:])) < MIN_DISTINCT_IN_TAIL
+
+
+def _opaque(match: re.Match[str], span: str) -> bool:
+    """The assignment rules: a value with a digit or a shell-special character is opaque enough; one made of
+    letters and `_ . - + / ~ %` only must look random (long, high in entropy, cases mixed like random letters)."""
+    if _is_placeholder(span):
+        return False
+    if _STRONG.search(span):
+        return True
+    if len(span) < WEAK_MIN_LENGTH:
+        return False
+    upper = len(_UPPER.findall(span))
+    lower = len(_LOWER.findall(span))
+    letters = upper + lower
+    return (letters > 0 and upper >= WEAK_MIN_CASE_SHARE * letters and lower >= WEAK_MIN_CASE_SHARE * letters
+            and _entropy(span[:512]) >= WEAK_MIN_ENTROPY)
+
+
+def _basic_credentials(match: re.Match[str], span: str) -> bool:
+    """`Basic <base64>`: the base64 must decode to printable `user:password` (not the word "authentication")."""
+    import binascii  # only where "basic" occurs
+
+    encoded = span.split()[-1]
+    try:
+        decoded = binascii.a2b_base64(encoded + "=" * (-len(encoded) % 4)).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    user, colon, password = decoded.partition(":")
+    return bool(colon and password) and decoded.isprintable() and len(set(encoded)) >= 6
+
+
+def _userinfo(match: re.Match[str], span: str) -> bool:
+    """`scheme://user:password@host`: any password but a placeholder, a repeated character, or the user name
+    again (`postgres:postgres@`, `guest:guest@`: a well-known default, not a secret)."""
+    user = match.group("user") if "user" in match.re.groupindex else ""
+    return span.lower() not in _USERINFO_PLACEHOLDERS and len(set(span)) > 1 and span != user
+
+
+CHECKS: dict[str, Callable[[re.Match[str], str], bool]] = {
+    "opaque": _opaque,
+    "basic-credentials": _basic_credentials,
+    "userinfo": _userinfo,
+}
+
+
+def _default_check(match: re.Match[str], span: str) -> bool:
+    return not _is_placeholder(span)
+
+
+_rules: list[Rule] | None = None
+
+
+def _parse_rules(raw: dict[str, Any]) -> list[Rule]:
+    """The compiled table's rules in order (redact_table has already proved them)."""
+    return [Rule(name=r["name"], source=r["pattern"], sample=r["examples"][0]["text"], hints=tuple(r["hints"]),
+                 anchor=r.get("anchor", ""), locate=tuple(r.get("locate", ())), check=r.get("check", ""))
+            for r in raw["rules"]]
+
+
+def load_rules() -> list[Rule]:
+    """The table in order, read once per process; each pattern is compiled on first use."""
+    global _rules
+    if _rules is None:
+        _rules = _parse_rules(json.loads(TABLE.read_bytes()))
+    return list(_rules)
+
+
+def rule_spans(rule: Rule, text: str, lowered: str | None = None,
+               located: dict[tuple[str, ...], list[int]] | None = None) -> Iterator[tuple[int, int]]:
+    """The spans one rule replaces in `text`, left to right and not overlapping, before overlaps with other
+    rules are resolved. A match a rule's named check rejects claims nothing: the next may start inside it
+    (so a locator that skips what the check would reject finds exactly what a scan finds); one that only
+    looks like a placeholder claims its span.
+
+    With `lowered` (the text lowercased, same length) the pattern is tried only where the rule's anchor
+    allows; without, it scans the whole text."""
+    check = CHECKS.get(rule.check, _default_check)
+    starts = rule.starts(text, lowered, located) if lowered is not None else None
+    if starts is not None and not starts:
+        return  # nothing to try: the pattern is not even compiled (the assignment one costs a hook ~10 ms)
+    pattern = rule.pattern
+    has_secret = "secret" in pattern.groupindex
+    end = 0
+    candidates = iter(starts) if starts is not None else None
+    position = 0
+    while True:
+        if candidates is None:
+            match = pattern.search(text, position) if position <= len(text) else None
+            if match is None:
+                return
+        else:
+            start = next(candidates, None)
+            if start is None:
+                return
+            if start < end:
+                continue
+            match = pattern.match(text, start)
+            if match is None:
+                continue
+        first, last = match.span("secret") if has_secret else match.span()
+        accepted = first < last and check(match, text[first:last])
+        if accepted:
+            yield first, last
+        if accepted or not rule.check:
+            # a placeholder (`ghp_xxxx…`, `ghp_ghp_ghp_…`) claims its span like a credential: every start
+            # costs at most one bounded quantifier, once (REDACTION.md R6)
+            end = max(match.end(), match.start() + 1)
+            position = end
+        else:
+            position = match.start() + 1
+
+
+def _find_spans(text: str, rules: list[Rule], use_hints: bool = True) -> list[tuple[int, int, str]]:
+    """Non-overlapping (start, end, rule) spans, sorted. An earlier rule wins an overlap, so a specific
+    shape outranks `assignment` (`token: ghs_…@github.com` loses the token, not the URL)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    names: list[str] = []
+    lowered = text.lower()
+    aligned = lowered if use_hints and len(lowered) == len(text) else None
+    located: dict[tuple[str, ...], list[int]] = {}
+    for rule in rules:
+        if use_hints and not rule.may_match(text, lowered):
+            continue
+        for start, end in rule_spans(rule, text, aligned, located):
+            # Accepted spans never overlap, so their ends are sorted like their starts.
+            index = bisect.bisect_right(starts, start)
+            if index and ends[index - 1] > start:
+                continue
+            if index < len(starts) and starts[index] < end:
+                continue
+            starts.insert(index, start)
+            ends.insert(index, end)
+            names.insert(index, rule.name)
+    return list(zip(starts, ends, names))
+
+
+def redact(text: str, *, use_hints: bool = True) -> tuple[str, tuple[str, ...]]:
+    """Return the text with each credential replaced by `[redacted:<rule>]`, and the sorted unique
+    names of the rules that fired (empty, and the text unchanged, when nothing matched).
+
+    `use_hints=False` runs every rule's pattern over the whole text: tests use it to prove that the hints,
+    anchors and locators hide nothing."""
+    spans = _find_spans(text, load_rules(), use_hints)
+    if not spans:
+        return text, ()
+    pieces: list[str] = []
+    position = 0
+    for start, end, name in spans:
+        pieces.append(text[position:start])
+        pieces.append(f"[redacted:{name}]")
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces), tuple(sorted({name for _, _, name in spans}))
+
+
+# No rule matches fewer characters than this (`Basic ` and 8 of base64) unless the text has `://` in it
+# (URL user-info): a shorter field is returned without the table being read.
+SHORTEST_CREDENTIAL = 14
+
+
+def scrub(value: str | None, limit: int | None = None) -> str | None:
+    """A field that comes from outside (a payload's ids, reason, paths; git's branch and file names; a remote
+    URL), made safe to write: redacted like prompt text, then cut to `limit` characters if given. Every such field
+    passes through here before it reaches a record, a file name, a log, stdout or stderr (issue 10)."""
+    if value is None:
+        return None
+    if len(value) >= SHORTEST_CREDENTIAL or "://" in value:
+        value = redact(value)[0]
+    return value if limit is None else value[:limit]
