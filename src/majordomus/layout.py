@@ -8,10 +8,13 @@ from __future__ import annotations
 import fcntl
 import os
 import stat
-from pathlib import Path
 
 from majordomus.errors import InternalError, MissingError, RefusedError
 from majordomus.values import value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path  # the hook path passes a majordomus.paths.LitePath: the same operations, no pathlib
 
 PRIVATE_FILE = 0o600
 PRIVATE_DIR = 0o700
@@ -159,17 +162,31 @@ def write_atomic(path: Path, data: bytes, mode: int = PRIVATE_FILE, *, sync: boo
     os.replace(tmp, path)
 
 
-def create_exclusive(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> bool:
-    """Publish `path` only if nothing is there yet (write temp, then hard-link). False when taken."""
+def create_exclusive(path: Path, data: bytes, mode: int = PRIVATE_FILE, *, durable: bool = False) -> bool:
+    """Publish `path` only if nothing is there yet (write temp, then hard-link). False when taken.
+
+    The bytes are fsynced before the link; `durable` fsyncs the directory after it too, so the new name
+    itself survives a crash of the machine (a record: see docs/decisions.md, "What the hooks fsync")."""
     tmp = temp_name(path)
     write_atomic(tmp, data, mode)
     try:
         os.link(tmp, path)
-        return True
     except FileExistsError:
         return False
     finally:
         _unlink_quietly(tmp)
+    if durable:
+        fsync_dir(path.parent)
+    return True
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make the names in `directory` durable (a created, linked or renamed entry), as fsync does a file's bytes."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def append_line(path: Path, line: str, mode: int = PRIVATE_FILE) -> None:

@@ -7,7 +7,6 @@ payload. Stdlib only: this runs inside a person's hooks.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from majordomus import ledger
 from majordomus.clients.providers import Provider
@@ -19,6 +18,7 @@ from majordomus.identity import (
     head_state,
     name_key,
     new_episode_id,
+    now_s,
     now_utc,
     owner,
     parse_rfc3339,
@@ -29,13 +29,14 @@ from majordomus.identity import (
     tree_state,
     worktree_id,
 )
-from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock, write_atomic
+from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock, fsync_dir, write_atomic
 from majordomus.simple_yaml import front_matter, yaml_lines
 from majordomus.values import replace, value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
+    from pathlib import Path
     from typing import Any
 
 LIST_LIMIT = 200  # changed files and commits kept in a record; the record says when a list was cut
@@ -63,7 +64,7 @@ def log_failure(layout: Layout, text: str) -> None:
     """The log beside the working contexts; doctor reports it while it is non-empty."""
     try:
         ensure_dir(layout.contexts_dir)
-        append_line(layout.context_log, f"{rfc3339(now_utc())} {text}")
+        append_line(layout.context_log, f"{rfc3339(now_s())} {text}")
     except (OSError, MajordomusError):
         pass  # the hook must still exit 0; nothing else is left to tell
 
@@ -95,7 +96,7 @@ def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None) ->
         if existing is not None:
             return Drawn(f"session {existing.session_id} already open here since {existing.started_at}; kept",
                          session_id=existing.session_id, started_at=existing.started_at)
-        moment = now_utc()
+        moment = now_s()
         sid = new_episode_id(moment)
         tree = tree_state(layout.root)
         at = rfc3339(moment)
@@ -109,10 +110,12 @@ def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None) ->
         ensure_dir(layout.sessions_open)
         _write_context(layout, opened, tree.head)  # first: an open episode never lacks its working context
         write_atomic(layout.open_file(key), opened.to_bytes())  # the episode is open from here on
+        fsync_dir(layout.sessions_open)  # ... and its name survives a crash (docs/decisions.md: what the hooks fsync)
         line = f"session {sid} opened at {at} (head {tree.head[:7]})"
         try:
             write_atomic(layout.session_current, ("\n".join(yaml_lines(
-                [("session_id", sid), ("provider_session", b.provider_session), ("key", key)])) + "\n").encode())
+                [("session_id", sid), ("provider_session", b.provider_session), ("key", key)])) + "\n").encode(),
+                sync=False)  # a convenience pointer, rewritten by the next start: not worth an fsync
             ledger.append(layout, "session.started", session=sid, head=tree.head, branch=tree.branch, at=moment,
                           provider=b.provider.name, provider_session=b.provider_session, owner=opened.owner,
                           **({"source": b.source} if b.source else {}))
@@ -168,7 +171,7 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
         last_turn = opened.last_turn or "none"
         if turn_rule and outcome == "interrupted" and last_turn == "completed":
             outcome = "closed"
-        moment = now_utc()
+        moment = now_s()
         tree = tree_state(layout.root, with_status=False)  # one full status below serves both lists
         changed, changed_cut = _changed_files(layout.root)
         commits, commits_cut = _commits(layout.root, opened.start_head or "NONE", tree.head)
@@ -190,7 +193,8 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
                 f"{os.urandom(8).hex()}.md")
         ensure_dir(layout.sessions_dir, 0o755)
         target = layout.sessions_dir / name
-        create_exclusive(target, text.encode("utf-8"), 0o644)  # tracked and shared: readable like source
+        # tracked and shared: readable like source; durable (bytes and name) before the open file goes
+        create_exclusive(target, text.encode("utf-8"), 0o644, durable=True)
         rel = _rel(layout, target)
         _append_close(layout, opened, moment, outcome, reason, tree.head, rel)
         ledger.append(layout, "session.closed", session=sid, head=tree.head, branch=tree.branch, at=moment,
@@ -222,7 +226,7 @@ def _finish_close(layout: Layout, opened: store.OpenFile, written: Path) -> None
                   outcome=record.outcome, reason=record.end_reason, session_path=rel)
 
 
-def _append_close(layout: Layout, opened: store.OpenFile, moment: datetime, outcome: str, reason: str | None,
+def _append_close(layout: Layout, opened: store.OpenFile, moment: datetime | float, outcome: str, reason: str | None,
                   head: str, rel: str) -> None:
     path = context_path(layout, opened.session_id, str(opened.started_at))
     close = ["", "## Close", *yaml_lines([("closed_at", rfc3339(moment)), ("outcome", outcome),
@@ -271,7 +275,7 @@ def count_compaction(layout: Layout, b: Boundary) -> str:
         opened = store.read_open_file(layout.open_file(key))
         if opened is None:
             return f"no open episode here for provider session {b.provider_session}; compaction not counted"
-        opened = replace(opened, compactions=opened.compactions + 1, last_activity_at=rfc3339(now_utc()))
+        opened = replace(opened, compactions=opened.compactions + 1, last_activity_at=rfc3339(now_s()))
         write_atomic(layout.open_file(key), opened.to_bytes())
         branch, head = head_state(layout.root)
         ledger.append(layout, "session.compacted", session=opened.session_id, head=head, branch=branch,
@@ -290,8 +294,10 @@ def end_turn(layout: Layout, b: Boundary, *, completed: bool = True, status: str
         if opened is None:
             return f"no open episode here for provider session {b.provider_session}; turn not recorded"
         state = "completed" if completed else "running"
+        # no fsync: after a machine crash the client is gone too, and recovery closes the episode interrupted
+        # whatever its last turn (docs/decisions.md: what the hooks fsync)
         write_atomic(layout.open_file(key),
-                     replace(opened, last_turn=state, last_activity_at=rfc3339(now_utc())).to_bytes())
+                     replace(opened, last_turn=state, last_activity_at=rfc3339(now_s())).to_bytes(), sync=False)
     if completed:
         return f"session {opened.session_id} turn completed"
     return f"session {opened.session_id} turn ended {status}; not completed"
@@ -324,4 +330,5 @@ def set_connection_state(root: Path, external_id: str, *, held_by: int | None, d
 
 def touch_activity(layout: Layout, provider_session: str) -> bool:
     """A captured prompt of an open episode refreshes its `last_activity_at` (SPEC 4.4) and starts a turn."""
-    return update_open(layout, provider_session, last_activity_at=rfc3339(now_utc()), last_turn="running")
+    # no fsync: what a crash can lose here is rebuilt or moot (docs/decisions.md: what the hooks fsync)
+    return update_open(layout, provider_session, sync=False, last_activity_at=rfc3339(now_s()), last_turn="running")

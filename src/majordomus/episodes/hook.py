@@ -6,8 +6,6 @@ prints it, the MCP board stores it verbatim. Stdlib only: this runs inside a per
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from majordomus.clients.payload import Malformed, first_scalar, parse_payload
 from majordomus.clients.providers import Provider, SessionRow, get_provider
 from majordomus.episodes import store
@@ -27,6 +25,7 @@ from majordomus.values import value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 EVENTS = ("start", "end", "compact", "turn")
