@@ -25,7 +25,8 @@ SHA = "_sha256" if sys.version_info < (3, 12) else "_sha2"
 COMMON = {"__future__", "majordomus", "majordomus.cli", "majordomus.commands", "majordomus.commands.context",
           "majordomus.errors", "majordomus.jsonlite", "_json", "majordomus.values", "majordomus.paths",
           "majordomus.clients", "majordomus.clients.payload", "majordomus.clients.providers", "majordomus.layout",
-          "fcntl", "majordomus.episodes", "majordomus.episodes.store", "majordomus.identity", SHA, "majordomus.simple_yaml"}
+          "fcntl", "majordomus.episodes", "majordomus.episodes.store", "majordomus.identity", SHA,
+          "majordomus.simple_yaml"}
 SESSION = COMMON | {"majordomus.commands.session", "majordomus.episodes.hook", "majordomus.episodes.boundary",
                     "majordomus.ledger"}
 EXPECTED: dict[str, set[str]] = {
