@@ -1,4 +1,10 @@
-"""The hook path imports the standard library only: its start-up time is a product feature."""
+"""The hook path imports the standard library only, and only what it needs: its start-up time is a product feature.
+
+Each hook command runs as the real console script (`majordomus`, as a person's client runs it) under
+`-X importtime` in a real repository; what it imports beyond a bare `python -c pass` of the same interpreter
+is held equal to the list below, per command and per Python. A module added to the hook path fails this test:
+make it lazy, or add it here on purpose (issue 12 says what each one costs).
+"""
 
 from __future__ import annotations
 
@@ -9,57 +15,94 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ("yaml", "starlette", "uvicorn", "anyio", "pydantic", "httpx", "mcp", "h11", "click", "asyncio",
-         "subprocess", "dataclasses", "typing", "hashlib", "contextlib", "importlib")  # these cost a hook ~17 ms
+from support import MAJORDOMUS
 
-# What a Python's own pathlib loads, which the hook path cannot avoid: 3.13's pathlib imports glob, and glob
-# imports contextlib. Listed per version, and checked below to be still true, so the budget is never looser.
-LOADED_BY_PATHLIB = {(3, 13): ("contextlib",)}.get(sys.version_info[:2], ())
+# The builtin SHA-256 (hashlib would load OpenSSL): 3.11 calls it _sha256, 3.12 moved it into _sha2.
+SHA = "_sha256" if sys.version_info < (3, 12) else "_sha2"
 
-PROBE = """
-import sys, io
-sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))
-from majordomus.cli import main
-code = main(sys.argv[2:])
-import json
-print(json.dumps(sorted(m for m in sys.modules)))
-"""
+# Every command: the entry, its context and errors, JSON through the C accelerator, the typed values, the
+# light paths, the providers declaration, the payload reader, and the layout (fcntl for its locks).
+COMMON = {"__future__", "majordomus", "majordomus.cli", "majordomus.commands", "majordomus.commands.context",
+          "majordomus.errors", "majordomus.jsonlite", "_json", "majordomus.values", "majordomus.paths",
+          "majordomus.clients", "majordomus.clients.payload", "majordomus.clients.providers", "majordomus.layout",
+          "fcntl", "majordomus.episodes", "majordomus.episodes.store", "majordomus.identity", SHA,
+          "majordomus.simple_yaml", "majordomus.redact", "bisect", "_bisect", "majordomus.episodes.starting"}
+SESSION = COMMON | {"majordomus.commands.session", "majordomus.episodes.hook", "majordomus.episodes.boundary",
+                    "majordomus.ledger"}
+EXPECTED: dict[str, set[str]] = {
+    "start": SESSION | {"select"},  # git status at the start: spawned by posix_spawn, read with select
+    "end": SESSION | {"select"},  # git status and rev-list at the close
+    "compact": SESSION,
+    "turn": SESSION,
+    "prompt": COMMON | {"majordomus.commands.prompt", "majordomus.archive", "majordomus.archive.capture",
+                        "majordomus.archive.record", "majordomus.archive.render"},
+}
+# a prompt of an open episode refreshes it through the boundary's writer
+EXPECTED["prompt-open"] = EXPECTED["prompt"] | {"majordomus.episodes.boundary", "majordomus.ledger"}
+# `re` (and `enum`, `functools`, `collections` … behind it), only when a prompt's text needs a rule: a hint of
+# the credential table is in it (or the table has a `/regex/` hint, which needs `re` to be tried at all)
+RE_FAMILY = {"re", "_sre", "re._casefix", "re._compiler", "re._constants", "re._parser", "enum", "functools",
+             "_functools", "collections", "_collections", "itertools", "keyword", "operator", "_operator",
+             "reprlib", "types", "copyreg", "heapq", "_heapq"}
+# never on the hook path, whatever the text
+FORBIDDEN = {"pathlib", "datetime", "_datetime", "json", "hashlib", "_hashlib", "typing", "dataclasses", "argparse",
+             "subprocess", "contextlib", "importlib", "yaml", "asyncio", "inspect", "fnmatch", "urllib"}
+
+PLAIN = "please refactor module 3 and keep the tests green"
+SECRET = "rotate the api_key = 'Zx81kd02kdkLLqw0ss9' in the vault, then run the tests"
 
 
-def modules_after(repo: Path, payload: str, *args: str) -> set[str]:
-    done = subprocess.run([sys.executable, "-c", PROBE, payload, "--repo", str(repo), *args], capture_output=True,
-                          text=True, check=True)
-    return set(json.loads(done.stdout.splitlines()[-1]))
+def imported(argv: list[str], cwd: Path, payload: bytes = b"") -> list[str]:
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv], input=payload, capture_output=True, cwd=cwd)
+    assert done.returncode == 0, done.stderr.decode()
+    return [line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()
+            if line.startswith("import time:") and not line.endswith("| imported package")]
 
 
-def test_capture_session_start_and_end_import_nothing_heavy(initialised_repo: Path) -> None:
-    for event, payload in (("start", {"session_id": "imp", "source": "startup"}),
-                           ("compact", {"session_id": "imp"}),
-                           ("end", {"session_id": "imp", "reason": "logout"})):
-        loaded = modules_after(initialised_repo, json.dumps(payload), "capture", "session", "--provider",
-                               "claude-code", "--event", event)
-        heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY and m not in LOADED_BY_PATHLIB)
-        assert heavy == [], (event, heavy)
-        assert not any(m.startswith("majordomus.mcp") or m.startswith("majordomus.capabilities") for m in loaded)
+def hook_imports(repo: Path, payload: dict[str, object], *args: str) -> set[str]:
+    """What the real console script imports for one hook run, beyond a bare interpreter's start-up."""
+    bare = set(imported(["-c", "pass"], repo))
+    found = set(imported([str(MAJORDOMUS), *args], repo, json.dumps(payload).encode())) - bare
+    wrapper = MAJORDOMUS.read_text()
+    if "import re\n" in wrapper:  # pip before 25 writes `import re` into every console script it makes
+        found -= RE_FAMILY
+    return found
 
 
-def test_capture_prompt_imports_nothing_heavy_open_or_orphan(initialised_repo: Path) -> None:
-    modules_after(initialised_repo, json.dumps({"session_id": "imp-p", "source": "startup"}), "capture", "session",
-                  "--provider", "claude-code", "--event", "start")
-    for session in ("imp-p", "no-such-episode"):
-        payload = {"session_id": session, "prompt_id": f"id-{session}",
-                   "prompt": "rotate the api_key = 'Zx81kd02kdkLLqw0ss9' in the vault, then run the tests"}
-        loaded = modules_after(initialised_repo, json.dumps(payload), "capture", "prompt", "--provider", "claude-code")
-        heavy = sorted(m for m in loaded if m.split(".")[0] in HEAVY and m not in LOADED_BY_PATHLIB)
-        assert heavy == [], (session, heavy)
+def table_has_regex_hint() -> bool:
+    from majordomus.redact import load_rules
+
+    return any(h.startswith("/") and h.endswith("/") and len(h) > 2 for r in load_rules() for h in r.hints)
+
+
+@pytest.mark.parametrize("event", ["start", "compact", "turn", "end"])
+def test_capture_session_imports_exactly_its_list(initialised_repo: Path, event: str) -> None:
+    base = ("capture", "session", "--provider", "claude-code", "--event")
+    if event != "start":
+        assert hook_imports(initialised_repo, {"session_id": "imp", "source": "startup"}, *base, "start")
+    found = hook_imports(initialised_repo, {"session_id": "imp", "source": "startup", "reason": "logout"},
+                         *base, event)
+    assert found & FORBIDDEN == set()
+    assert sorted(found - EXPECTED[event]) == [], "imported beyond the list"
+    assert sorted(EXPECTED[event] - found) == [], "the list names what is not imported any more: tighten it"
+    if event == "end":
+        assert len(list((initialised_repo / ".ai/repo/sessions").glob("2*.md"))) == 1  # the probe really closed
+
+
+def test_capture_prompt_imports_exactly_its_list_and_re_only_for_a_rule(initialised_repo: Path) -> None:
+    base = ("capture", "session", "--provider", "claude-code", "--event")
+    hook_imports(initialised_repo, {"session_id": "imp-p", "source": "startup"}, *base, "start")
+    regex_hint = table_has_regex_hint()
+    for n, (session, text) in enumerate((("imp-p", PLAIN), ("no-such-episode", PLAIN), ("imp-p", SECRET))):
+        payload = {"session_id": session, "prompt_id": f"id-{n}", "prompt": text}
+        found = hook_imports(initialised_repo, payload, "capture", "prompt", "--provider", "claude-code")
+        assert found & FORBIDDEN == set(), (text, found & FORBIDDEN)
+        needs_re = text == SECRET or regex_hint
+        listed = EXPECTED["prompt-open" if session == "imp-p" else "prompt"]
+        expected = listed | (RE_FAMILY & found if needs_re else set())
+        assert sorted(found - expected) == [], (text, "imported beyond the list")
+        assert sorted(listed - found) == [], "the list names what is not imported any more: tighten it"
+        assert ("re" in found) == needs_re or "import re\n" in MAJORDOMUS.read_text(), text
     records = sorted((initialised_repo / ".ai/local/prompts").glob("*.json"))
-    assert len(records) == 2  # the probe really archived both, redacted
+    assert len(records) == 3  # the probe really archived each, redacted
     assert all("Zx81kd02kdkLLqw0ss9" not in r.read_text() for r in records)
-
-
-def test_what_pathlib_is_allowed_to_load_it_really_loads() -> None:
-    if not LOADED_BY_PATHLIB:
-        pytest.skip(f"Python {sys.version_info[0]}.{sys.version_info[1]} has no allowance to check")
-    probe = "import sys; import pathlib; print(' '.join(sorted(sys.modules)))"
-    loaded = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert set(LOADED_BY_PATHLIB) <= set(loaded.split())

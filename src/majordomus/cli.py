@@ -7,7 +7,6 @@ start fast. Nothing imports this module but the console script and `python -m ma
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from majordomus import __version__
 from majordomus.commands.context import Context
@@ -51,9 +50,9 @@ def _split(argv: list[str]) -> tuple[Context, tuple[str, ...], list[str]]:
         if opt == "--json":
             ctx.json = True
         elif opt == "--repo" and rest:
-            ctx.repo = Path(rest.pop(0))
+            ctx.repo = rest.pop(0)
         elif opt.startswith("--repo="):
-            ctx.repo = Path(opt.split("=", 1)[1])
+            ctx.repo = opt.split("=", 1)[1]
         elif opt in ("-h", "--help"):
             print(usage())
             raise SystemExit(0)

@@ -7,58 +7,95 @@ from __future__ import annotations
 
 import _thread
 import os
-import re
-import select
+import sys
 import time
-from datetime import datetime, timezone
-from pathlib import Path
 
 from majordomus.errors import MissingError
 from majordomus.values import value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from datetime import datetime
     from hashlib import sha256 as sha256
+    from pathlib import Path
 else:
-    try:  # the builtin module (3.12+): hashlib would load OpenSSL, 3 ms of every hook run
-        from _sha2 import sha256
-    except ImportError:  # pragma: no cover - 3.11 calls it _sha256
-        try:
+    # the builtin module: hashlib would load OpenSSL, 3 ms of every hook run; asked by version, as a failed
+    # import costs a walk of sys.path
+    try:
+        if sys.version_info >= (3, 12):
+            from _sha2 import sha256
+        else:  # 3.11 calls it _sha256
             from _sha256 import sha256
-        except ImportError:  # pragma: no cover - a build without the builtin hashes
-            from hashlib import sha256
+    except ImportError:  # pragma: no cover - a build without the builtin hashes
+        from hashlib import sha256
 
 GIT_TIMEOUT = 0.8  # seconds; a hook has 1-1.5 s in all (CLIENTS.md), git must not eat it
 
 
+# A moment is a datetime (most commands) or whole seconds since the epoch (the hook path, `now_s`): `datetime`
+# costs a hook ~1.5 ms of imports, and `time.strftime` spells a UTC second the same way.
 def now_utc() -> datetime:
+    from datetime import datetime, timezone
+
     return datetime.now(timezone.utc).replace(microsecond=0)
 
 
-def rfc3339(moment: datetime) -> str:
+def now_s() -> int:
+    """Now, to the second, as `now_utc` would say it (the same clock, floored)."""
+    return int(time.time())
+
+
+def _strftime(moment: datetime | float, spec: str) -> str:
+    if isinstance(moment, (int, float)):
+        return time.strftime(spec, time.gmtime(moment))
+    from datetime import timezone
+
+    return moment.astimezone(timezone.utc).strftime(spec)
+
+
+def rfc3339(moment: datetime | float) -> str:
     """`2026-12-02T08:00:00Z`: UTC, to the second."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _strftime(moment, "%Y-%m-%dT%H:%M:%SZ")
 
 
-def compact_stamp(moment: datetime) -> str:
+def compact_stamp(moment: datetime | float) -> str:
     """`20261202T080000Z`, for file names that sort by time."""
-    return moment.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return _strftime(moment, "%Y%m%dT%H%M%SZ")
+
+
+def second_stamp(moment: datetime | float) -> str:
+    """`YYYYMMDDHHMMSS`, UTC: a prompt record's file name starts with it."""
+    return _strftime(moment, "%Y%m%d%H%M%S")
+
+
+def day_stamp(moment: datetime | float) -> str:
+    """`YYYYMMDD`, the UTC day."""
+    return _strftime(moment, "%Y%m%d")
 
 
 def parse_rfc3339(text: str) -> datetime | None:
+    from datetime import datetime, timezone
+
     try:
         return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
     except (TypeError, ValueError):
         return None
 
 
-def new_episode_id(moment: datetime) -> str:
+def new_episode_id(moment: datetime | float) -> str:
     """`s-YYYYMMDDHHMMSS-xxxx` (UTC, four random hex)."""
-    return f"s-{moment.astimezone(timezone.utc).strftime('%Y%m%d%H%M%S')}-{os.urandom(2).hex()}"
+    return f"s-{second_stamp(moment)}-{os.urandom(2).hex()}"
 
 
-_KEY_SAFE = re.compile(r"[A-Za-z0-9_-]")
+_KEY_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_NAME_SAFE = _KEY_SAFE | {"."}
+_HEX = frozenset("0123456789abcdef")
 _KEY_MAX = 180
+
+
+def is_sha(text: str) -> bool:
+    """40 lowercase hex digits (what `re.fullmatch(r"[0-9a-f]{40}")` accepts)."""
+    return len(text) == 40 and _HEX.issuperset(text)
 
 
 def session_key(provider_session: str) -> str:
@@ -69,7 +106,7 @@ def session_key(provider_session: str) -> str:
     `~` plus a digest of the whole (`~` is always encoded elsewhere, so distinct inputs stay distinct).
     """
     encoded = "".join(
-        ch if _KEY_SAFE.fullmatch(ch) else "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+        ch if ch in _KEY_SAFE else "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
         for ch in provider_session
     )
     if not encoded:
@@ -82,7 +119,13 @@ def session_key(provider_session: str) -> str:
 
 def name_key(text: str, limit: int = 64) -> str:
     """A readable fragment for a file name (a branch): `[A-Za-z0-9._-]`, never empty, never `..`."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:limit]
+    out: list[str] = []
+    for ch in text:
+        if ch in _NAME_SAFE:
+            out.append(ch)
+        elif not out or out[-1] != "\0":
+            out.append("\0")  # one separator for each run of other characters, as re.sub(...+) did
+    cleaned = "".join(out).replace("\0", "-").strip("-.")[:limit]
     return cleaned or "none"
 
 
@@ -94,6 +137,7 @@ def run_bounded(argv: list[str], timeout: float, limit: int = 4 * 1024 * 1024) -
     program run here is a read-only git). A child past its deadline gets SIGTERM, on which git removes any
     lock file it holds, and SIGKILL only if it is still there STOP_GRACE seconds later.
     """
+    import select
     read_fd, write_fd = os.pipe()
     actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0), (os.POSIX_SPAWN_DUP2, write_fd, 1),
                (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0), (os.POSIX_SPAWN_CLOSE, read_fd),
@@ -156,7 +200,7 @@ def _stop(pid: int) -> int | None:
     return None
 
 
-def git_argv(root: Path, *args: str) -> list[str]:
+def git_argv(root: str | Path, *args: str) -> list[str]:
     """A git command line that never takes an optional lock: a `status` killed at its deadline must not
     leave `.git/index.lock` behind to fail the person's next commit (run_bounded sets GIT_OPTIONAL_LOCKS=0 too,
     for the gits git itself starts)."""
@@ -169,7 +213,7 @@ def git_seconds(deadline: float | None, timeout: float) -> float:
     return timeout if deadline is None else min(timeout, deadline - time.monotonic() - STOP_GRACE)
 
 
-def git(root: Path, *args: str, timeout: float = GIT_TIMEOUT, deadline: float | None = None) -> str | None:
+def git(root: str | Path, *args: str, timeout: float = GIT_TIMEOUT, deadline: float | None = None) -> str | None:
     """Run git in `root`; its stdout stripped, or None when it fails or takes too long (or the shared
     `deadline`, a `time.monotonic()` value, has passed)."""
     timeout = git_seconds(deadline, timeout)
@@ -181,8 +225,15 @@ def git(root: Path, *args: str, timeout: float = GIT_TIMEOUT, deadline: float | 
     return out.decode("utf-8", "replace").strip()
 
 
-def find_root(start: Path) -> Path:
-    """The git top level of `start`; exit 12 outside a repository.
+def find_root(start: str | Path) -> Path:
+    """The git top level of `start`; exit 12 outside a repository."""
+    from pathlib import Path
+
+    return Path(find_root_str(start))
+
+
+def find_root_str(start: str | Path) -> str:
+    """`find_root` as a string (the hook path builds a LitePath of it).
 
     Walks up to the first `.git` (a directory, or a worktree's file) in Python: a git process costs a
     hook several milliseconds. With GIT_DIR or GIT_WORK_TREE set, git itself is asked.
@@ -191,7 +242,7 @@ def find_root(start: Path) -> Path:
         here = os.path.abspath(start)
         while True:
             if os.path.exists(os.path.join(here, ".git")):
-                return Path(here)
+                return here
             parent = os.path.dirname(here)
             if parent == here:
                 break
@@ -199,7 +250,7 @@ def find_root(start: Path) -> Path:
     top = git(start, "rev-parse", "--show-toplevel", timeout=5)
     if not top:
         raise MissingError(f"{start} is not inside a git repository", "run majordomus inside one, or pass --repo ROOT")
-    return Path(top)
+    return top
 
 
 def _read(path: str) -> str | None:
@@ -210,7 +261,7 @@ def _read(path: str) -> str | None:
         return None
 
 
-def git_dirs(root: Path) -> tuple[str, str] | None:
+def git_dirs(root: str | Path) -> tuple[str, str] | None:
     """(git dir, common dir) of a worktree read from disk, or None when the layout is not the plain one."""
     dot = os.path.join(root, ".git")
     if os.path.isdir(dot):
@@ -230,18 +281,22 @@ def git_dirs(root: Path) -> tuple[str, str] | None:
 def _ref_sha(gdir: str, common: str, ref: str) -> str | None:
     for base in (gdir, common):
         text = _read(os.path.join(base, ref))
-        if text and re.fullmatch(r"[0-9a-f]{40}\s*", text):
-            return text.strip()
+        if text and is_sha(text.rstrip()):
+            return text.rstrip()
     packed = _read(os.path.join(common, "packed-refs")) or ""
     for line in packed.splitlines():
         sha, _, name = line.partition(" ")
-        if name == ref and re.fullmatch(r"[0-9a-f]{40}", sha):
+        if name == ref and is_sha(sha):
             return sha
     return None
 
 
 def _strip_userinfo(url: str) -> str:
     """`https://user:token@host/x` must never put its token into a committed record."""
+    if "@" not in url:
+        return url  # nothing to strip: spares the hook `re`
+    import re
+
     return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", r"\1", url)
 
 
@@ -252,14 +307,22 @@ def _origin_url(common: str) -> str | None:
         if line.startswith("["):
             section = line
             continue
-        if section is not None and re.fullmatch(r'\[remote\s+"origin"\]', section):
+        if section is not None and _is_origin_section(section):
             key, eq, val = line.partition("=")
             if eq and key.strip().lower() == "url":
                 return val.strip().strip('"') or None
     return None
 
 
-def repository_id(root: Path, *, deadline: float | None = None) -> str:
+def _is_origin_section(line: str) -> bool:
+    """`[remote "origin"]`, with any whitespace between the words (`re.fullmatch(r'\\[remote\\s+"origin"\\]')`)."""
+    if not (line.startswith("[remote") and line.endswith('"origin"]')):
+        return False
+    gap = line[len("[remote"):-len('"origin"]')]
+    return gap.isspace()
+
+
+def repository_id(root: str | Path, *, deadline: float | None = None) -> str:
     dirs = git_dirs(root)
     if dirs is not None:
         url = _origin_url(dirs[1])
@@ -267,7 +330,7 @@ def repository_id(root: Path, *, deadline: float | None = None) -> str:
     else:
         url = git(root, "config", "--get", "remote.origin.url", deadline=deadline)
         common = (git(root, "rev-parse", "--path-format=absolute", "--git-common-dir", deadline=deadline)
-                  or str(root / ".git"))
+                  or os.path.join(root, ".git"))
     if url:
         from majordomus.redact import scrub
 
@@ -275,8 +338,8 @@ def repository_id(root: Path, *, deadline: float | None = None) -> str:
     return "local:" + sha256(common.encode()).hexdigest()[:16]
 
 
-def worktree_id(root: Path) -> str:
-    return sha256(str(root.resolve()).encode()).hexdigest()[:16]
+def worktree_id(root: str | Path) -> str:
+    return sha256(os.path.realpath(root).encode()).hexdigest()[:16]
 
 
 @value
@@ -286,7 +349,7 @@ class TreeState:
     working_tree: str  # clean | dirty | unknown
 
 
-def head_state(root: Path, *, deadline: float | None = None) -> tuple[str, str]:
+def head_state(root: str | Path, *, deadline: float | None = None) -> tuple[str, str]:
     """(branch, head): the branch redacted (a branch name can hold a token, and it goes into file names,
     records and the ledger)."""
     from majordomus.redact import scrub
@@ -295,7 +358,7 @@ def head_state(root: Path, *, deadline: float | None = None) -> tuple[str, str]:
     return scrub(branch) or branch, head
 
 
-def _head_state(root: Path, *, deadline: float | None = None) -> tuple[str, str]:
+def _head_state(root: str | Path, *, deadline: float | None = None) -> tuple[str, str]:
     """(branch, head) from the files under .git; git is asked only for layouts we do not read."""
     dirs = git_dirs(root)
     text = _read(os.path.join(dirs[0], "HEAD")) if dirs else None
@@ -303,20 +366,20 @@ def _head_state(root: Path, *, deadline: float | None = None) -> tuple[str, str]
         out = (git(root, "rev-parse", "HEAD", "--abbrev-ref", "HEAD", deadline=deadline) or "").splitlines()
         if not out:
             return git(root, "symbolic-ref", "--short", "HEAD", deadline=deadline) or "HEAD", "NONE"
-        return (out[1] if len(out) > 1 else "HEAD"), (out[0] if re.fullmatch(r"[0-9a-f]{40}", out[0]) else "NONE")
+        return (out[1] if len(out) > 1 else "HEAD"), (out[0] if is_sha(out[0]) else "NONE")
     text = text.strip()
     if text.startswith("ref:"):
         ref = text[4:].strip()
         branch = ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else ref
         return branch, _ref_sha(dirs[0], dirs[1], ref) or "NONE"
-    return "HEAD", text if re.fullmatch(r"[0-9a-f]{40}", text) else "NONE"
+    return "HEAD", text if is_sha(text) else "NONE"
 
 
 _STATUS_LOCK = _thread.allocate_lock()
 _STATUS_SEEN: dict[tuple[str, str, str], tuple[float, str]] = {}  # (root, branch, head) → (when, clean|dirty)
 
 
-def tree_state(root: Path, *, with_status: bool = True, deadline: float | None = None,
+def tree_state(root: str | Path, *, with_status: bool = True, deadline: float | None = None,
                reuse_seconds: float = 0.0) -> TreeState:
     """Branch and head from disk; cleanliness from one bounded `git status` (the layer's own files excluded).
 
@@ -341,7 +404,7 @@ def tree_state(root: Path, *, with_status: bool = True, deadline: float | None =
     return TreeState(branch=branch, head=head, working_tree=working)
 
 
-def _working(root: Path, deadline: float | None) -> str:
+def _working(root: str | Path, deadline: float | None) -> str:
     status = git(root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude).ai",
                  deadline=deadline)
     return "unknown" if status is None else ("dirty" if status else "clean")

@@ -8,13 +8,15 @@ from __future__ import annotations
 import _thread
 import fcntl
 import os
-import re
 import stat
 import time
-from pathlib import Path
 
 from majordomus.errors import InternalError, MissingError, RefusedError
 from majordomus.values import value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path  # the hook path passes a majordomus.paths.LitePath: the same operations, no pathlib
 
 PRIVATE_FILE = 0o600
 PRIVATE_DIR = 0o700
@@ -153,8 +155,28 @@ def temp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}-{_thread.get_native_id()}-{os.urandom(4).hex()}.tmp")
 
 
-TEMP_NAME = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)(?:-\d+-[0-9a-f]{8}|\.[0-9a-f]{8})\.tmp")
+TEMP_NAME = r"\.(?P<name>.+)\.(?P<pid>\d+)(?:-\d+-[0-9a-f]{8}|\.[0-9a-f]{8})\.tmp"  # compiled when a sweep runs
 STALE_TEMP_SECONDS = 600  # older than any write in progress, whoever wrote it
+
+
+def temp_pid(name: str) -> int | None:
+    """The writer's pid in a temp name that TEMP_NAME matches, else None (read without `re`: a close runs this)."""
+    if not (name.startswith(".") and name.endswith(".tmp")):
+        return None
+    stem = name[1:-len(".tmp")]
+    head, dot, tail = stem.rpartition(".")
+    if not dot or not head:
+        return None
+    hexdigits = "0123456789abcdef"
+    parts = tail.split("-")
+    if len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit() and len(parts[2]) == 8 \
+            and all(c in hexdigits for c in parts[2]):
+        return int(parts[0])  # .<name>.<pid>-<thread>-<8 hex>.tmp
+    if len(tail) == 8 and all(c in hexdigits for c in tail):  # .<name>.<pid>.<8 hex>.tmp, an older writer
+        name_part, dot, pid = head.rpartition(".")
+        if dot and name_part and pid.isdigit() and pid.isascii():
+            return int(pid)
+    return None
 
 
 def sweep_stale_temps(directory: Path, *, now: float | None = None) -> int:
@@ -172,12 +194,12 @@ def sweep_stale_temps(directory: Path, *, now: float | None = None) -> int:
         for entry in entries:
             if not (entry.name.startswith(".") and entry.name.endswith(".tmp")):
                 continue
-            match = TEMP_NAME.fullmatch(entry.name)
+            pid = temp_pid(entry.name)
             try:
                 if not entry.is_file(follow_symlinks=False):
                     continue
                 old = now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS
-                if old or (match is not None and not _pid_alive(int(match["pid"]))):
+                if old or (pid is not None and not _pid_alive(pid)):
                     os.unlink(entry.path)
                     removed += 1
             except OSError:
@@ -221,17 +243,31 @@ def write_atomic(path: Path, data: bytes, mode: int = PRIVATE_FILE, *, sync: boo
     os.replace(tmp, path)
 
 
-def create_exclusive(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> bool:
-    """Publish `path` only if nothing is there yet (write temp, then hard-link). False when taken."""
+def create_exclusive(path: Path, data: bytes, mode: int = PRIVATE_FILE, *, durable: bool = False) -> bool:
+    """Publish `path` only if nothing is there yet (write temp, then hard-link). False when taken.
+
+    The bytes are fsynced before the link; `durable` fsyncs the directory after it too, so the new name
+    itself survives a crash of the machine (a record: see docs/decisions.md, "What the hooks fsync")."""
     tmp = temp_name(path)
     write_atomic(tmp, data, mode)
     try:
         os.link(tmp, path)
-        return True
     except FileExistsError:
         return False
     finally:
         _unlink_quietly(tmp)
+    if durable:
+        fsync_dir(path.parent)
+    return True
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make the names in `directory` durable (a created, linked or renamed entry), as fsync does a file's bytes."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def append_line(path: Path, line: str, mode: int = PRIVATE_FILE) -> None:

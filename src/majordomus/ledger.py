@@ -5,16 +5,14 @@ Stdlib only: the hook path appends here.
 
 from __future__ import annotations
 
-import json
-from datetime import datetime
-
-from majordomus import __version__
+from majordomus import __version__, jsonlite
 from majordomus.errors import ContractError, RefusedError
-from majordomus.identity import compact_stamp, now_utc, rfc3339
+from majordomus.identity import compact_stamp, now_s, now_utc, rfc3339
 from majordomus.layout import Layout, append_line, file_lock, sweep_stale_temps, write_atomic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from datetime import datetime
     from pathlib import Path
     from typing import Any
 
@@ -32,19 +30,19 @@ EVENTS: dict[str, tuple[str, ...]] = {
 
 
 def append(layout: Layout, event: str, *, session: str | None = None, head: str | None = None,
-           branch: str | None = None, at: datetime | None = None, **payload: Any) -> None:
+           branch: str | None = None, at: datetime | float | None = None, **payload: Any) -> None:
     required = EVENTS.get(event)
     if required is None:
         raise ContractError(f"ledger event '{event}' is not in the vocabulary", "use one of " + ", ".join(EVENTS))
     missing = [k for k in required if k not in payload]
     if missing:
         raise ContractError(f"ledger event '{event}' needs {', '.join(missing)}")
-    line: dict[str, Any] = {"ts": rfc3339(at or now_utc()), "event": event, "head": head, "branch": branch,
-                            "by": f"majordomus/{__version__}"}
+    line: dict[str, Any] = {"ts": rfc3339(now_s() if at is None else at), "event": event, "head": head,
+                            "branch": branch, "by": f"majordomus/{__version__}"}
     if session:
         line["session"] = session
     line.update(payload)
-    text = json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+    text = jsonlite.dumps(line, ensure_ascii=False, separators=(",", ":"))
     with file_lock(_lock(layout), shared=True):  # appenders share; only a rotation waits for them all
         append_line(layout.ledger_file, text)
 
@@ -59,6 +57,8 @@ def read(layout: Layout) -> list[dict[str, Any]]:
         raw = layout.ledger_file.read_bytes()
     except FileNotFoundError:
         return []
+    import json
+
     out: list[dict[str, Any]] = []
     for chunk in raw.splitlines():
         try:

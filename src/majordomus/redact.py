@@ -21,17 +21,18 @@ How a rule runs (its `anchor`), cheapest first:
 from __future__ import annotations
 
 import bisect
-import json
-import re
-from pathlib import Path
 
+from majordomus import jsonlite
+from majordomus.paths import LitePath
 from majordomus.values import value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
     from typing import Any, Callable, Iterator
 
-TABLE = Path(__file__).parent / "archive" / "redact_rules.json"  # compiled from archive/redact_rules.yaml
+# `re` is imported only when a text needs a rule (one of its hints is in the text): ~5 ms of every hook
+TABLE = LitePath(__file__).parent / "archive" / "redact_rules.json"  # compiled from archive/redact_rules.yaml
 
 # A span with fewer distinct characters than this (`AKIAXXXXXXXXXXXXXXXX`, `ghp_xxxx…`) or whose
 # tail is a run of one or two characters (`sk-proj-xxxx…`, `Bearer XXXX-XXXX…`) is a placeholder or
@@ -46,14 +47,12 @@ MIN_DISTINCT_IN_TAIL = 4
 WEAK_MIN_LENGTH = 20
 WEAK_MIN_ENTROPY = 3.5
 WEAK_MIN_CASE_SHARE = 0.25
-_STRONG = re.compile(r"[0-9!#$%^&*@]")  # a digit or a shell-special character
-_UPPER = re.compile(r"[A-Z]")
-_LOWER = re.compile(r"[a-z]")
+_STRONG = frozenset("0123456789!#$%^&*@")  # a digit or a shell-special character
 
 # From this length on, a rule's pattern has been compiled anyway and one scan by it beats several hint scans.
 LONG_TEXT = 65536
 # The start of a name that ends at a given position: at most 64 name characters, not preceded by one.
-_NAME_TAIL = re.compile(r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{1,64}\Z")
+_NAME_TAIL = r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{1,64}\Z"
 # Placeholder passwords in URL user-info: a word that names the field, not a value.
 _USERINFO_PLACEHOLDERS = frozenset({"password", "passwd", "pass", "pwd", "pw", "secret", "token", "changeme"})
 
@@ -76,6 +75,8 @@ class Rule:
 
     @property
     def pattern(self) -> re.Pattern[str]:
+        import re
+
         return re.compile(self.source)  # `re` caches compiled patterns per process
 
     def may_match(self, text: str, lowered: str) -> bool:
@@ -110,10 +111,13 @@ def _located(locate: tuple[str, ...], text: str, lowered: str, cache: dict[tuple
     """The starts of the names the locators find. `cache` holds them per call of redact(): the two assignment
     rules share their locators, so the text is scanned for the credential words once."""
     if locate not in cache:
+        import re
+
+        name_tail = re.compile(_NAME_TAIL)
         starts: set[int] = set()
         for source in locate:
             for found in re.finditer(source, lowered):
-                name = _NAME_TAIL.search(text, max(0, found.end() - 65), found.end())
+                name = name_tail.search(text, max(0, found.end() - 65), found.end())
                 if name is not None:
                     starts.add(name.start())
         cache[locate] = sorted(starts)
@@ -138,12 +142,12 @@ def _opaque(match: re.Match[str], span: str) -> bool:
     letters and `_ . - + / ~ %` only must look random (long, high in entropy, cases mixed like random letters)."""
     if _is_placeholder(span):
         return False
-    if _STRONG.search(span):
+    if not _STRONG.isdisjoint(span):
         return True
     if len(span) < WEAK_MIN_LENGTH:
         return False
-    upper = len(_UPPER.findall(span))
-    lower = len(_LOWER.findall(span))
+    upper = sum(1 for c in span if "A" <= c <= "Z")
+    lower = sum(1 for c in span if "a" <= c <= "z")
     letters = upper + lower
     return (letters > 0 and upper >= WEAK_MIN_CASE_SHARE * letters and lower >= WEAK_MIN_CASE_SHARE * letters
             and _entropy(span[:512]) >= WEAK_MIN_ENTROPY)
@@ -194,7 +198,7 @@ def load_rules() -> list[Rule]:
     """The table in order, read once per process; each pattern is compiled on first use."""
     global _rules
     if _rules is None:
-        _rules = _parse_rules(json.loads(TABLE.read_bytes()))
+        _rules = _parse_rules(jsonlite.loads(TABLE.read_bytes().decode("utf-8")))
     return list(_rules)
 
 

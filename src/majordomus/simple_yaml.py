@@ -6,15 +6,29 @@ writes open files, records and renderings with this; PyYAML is only for the poli
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Iterable
+from majordomus import jsonlite
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
-_ESCAPE = "[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]"  # JSON escapes the C0 set itself
+# [\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff] (JSON escapes the C0 set itself) without `re` on the hook path:
+# a small set, and the surrogates, which are what strict UTF-8 cannot encode
+ESCAPE_BMP = frozenset([*map(chr, range(0x7F, 0xA0)), "\u2028", "\u2029", "\ufffe", "\uffff"])
+
+
+def has_surrogate(text: str) -> bool:
+    """A lone surrogate (U+D800-U+DFFF) in the text: the one thing strict UTF-8 refuses to encode."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _escaped(ch: str) -> bool:
+    return ch in ESCAPE_BMP or "\ud800" <= ch <= "\udfff"
 
 
 def yaml_scalar(value: Any) -> str:
@@ -23,10 +37,12 @@ def yaml_scalar(value: Any) -> str:
     JSON leaves a few characters raw that YAML refuses (C1 controls, U+FFFE) or folds as line breaks
     (NEL, U+2028, U+2029): those become `\\uXXXX` escapes, which both languages read the same way.
     """
-    text = json.dumps(value, ensure_ascii=False)
+    text = jsonlite.dumps(value, ensure_ascii=False)
     if not isinstance(value, str) or (value.isascii() and "\x7f" not in value):
         return text
-    return re.sub(_ESCAPE, lambda m: f"\\u{ord(m.group()):04x}", text)
+    if ESCAPE_BMP.isdisjoint(text) and not has_surrogate(text):
+        return text
+    return "".join(f"\\u{ord(ch):04x}" if _escaped(ch) else ch for ch in text)
 
 
 def yaml_lines(fields: Iterable[tuple[str, Any]]) -> list[str]:
@@ -66,7 +82,7 @@ def parse_simple_yaml(text: str) -> dict[str, Any]:
 def _scalar(text: str) -> Any:
     text = text.strip()
     try:
-        return json.loads(text)
+        return jsonlite.loads(text)
     except ValueError:
         if len(text) >= 2 and text[0] == text[-1] == "'":
             return text[1:-1].replace("''", "'")

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from conftest import MAJORDOMUS, git
-from majordomus.layout import TEMP_NAME, temp_name
+from majordomus.layout import TEMP_NAME, temp_name, temp_pid
 
 SESSIONS = ".ai/repo/sessions"
 
@@ -46,7 +46,8 @@ def test_temp_names_differ_per_thread_and_name_their_writer(tmp_path: Path) -> N
     for t in threads:
         t.join()
     assert len(set(names)) == len(names) == 64 * 50
-    matches = [TEMP_NAME.fullmatch(n) for n in names]
+    matches = [re.fullmatch(TEMP_NAME, n) for n in names]
+    assert all(m is not None and temp_pid(n) == int(m["pid"]) for m, n in zip(matches, names))
     assert all(m is not None and m["name"] == "session-current.yaml" and int(m["pid"]) == os.getpid()
                for m in matches)
     assert len({re.split(r"[.-]", n)[-3] for n in names}) == 64  # the thread id is in the name

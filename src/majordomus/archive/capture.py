@@ -6,22 +6,29 @@ A malformed payload never stops the person: it becomes a line of key names in `.
 
 from __future__ import annotations
 
-import json
-from datetime import timedelta
-from pathlib import Path
-
+from majordomus import jsonlite
 from majordomus.archive import record as rec
 from majordomus.archive.render import write_renderings
 from majordomus.clients.payload import ABSENT, Malformed, field, first_scalar, json_kind, parse_payload
 from majordomus.clients.providers import get_provider
 from majordomus.episodes import starting, store
 from majordomus.errors import InternalError, MajordomusError, MissingError
-from majordomus.identity import head_state, now_utc, repository_id, rfc3339, sha256, worktree_id
+from majordomus.identity import (
+    day_stamp,
+    head_state,
+    now_s,
+    repository_id,
+    rfc3339,
+    second_stamp,
+    sha256,
+    worktree_id,
+)
 from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock
 from majordomus.values import value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     from majordomus.clients.providers import PromptRow
@@ -48,7 +55,7 @@ def _keys(data: dict[str, Any]) -> str:
 
     # redacted whole before it is cut (a cut credential no longer matches its shape), then escaped (a key
     # holding a line feed must not break the log line) and capped
-    names = [json.dumps(redact(str(k))[0][:40])[1:-1] for k in list(data)[:30]]
+    names = [jsonlite.dumps(redact(str(k))[0][:40])[1:-1] for k in list(data)[:30]]
     more = f", … ({len(data)} in all)" if len(data) > 30 else ""
     return ", ".join(names) + more if names else "none"
 
@@ -94,7 +101,7 @@ def publish(layout: Layout, stamp: str, slug: str, data: bytes) -> str:
     n = 1
     while True:
         name = f"{stamp}-{slug}.json" if n == 1 else f"{stamp}-{slug}-{n}.json"
-        if create_exclusive(directory / name, data):
+        if create_exclusive(directory / name, data, durable=True):  # the record: bytes and name fsynced
             return name
         n += 1
 
@@ -102,7 +109,7 @@ def publish(layout: Layout, stamp: str, slug: str, data: bytes) -> str:
 def log(layout: Layout, provider: str, message: str) -> None:
     """One line in `.capture.log`; doctor reports the log while it is non-empty. Never a value."""
     try:
-        append_line(layout.capture_log, f"{rfc3339(now_utc())} capture prompt --provider {provider}: {message}")
+        append_line(layout.capture_log, f"{rfc3339(now_s())} capture prompt --provider {provider}: {message}")
     except (OSError, MajordomusError):
         pass  # the hook must not fail for want of a log
 
@@ -149,7 +156,7 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
     prompt_id = first_scalar(data, row.id_keys)
     provider_session = first_scalar(data, row.session_keys)
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
-    moment = now_utc()
+    moment = now_s()
     opened = store.read_open(layout, provider_session) if provider_session is not None else None
     raced = False
     look = starting.racing if row.start_races else starting.pending
@@ -166,13 +173,13 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
         worktree_id=worktree_id(root), source=source, cwd=redact(cwd)[0] if cwd else cwd, branch=branch,
         head=head, text=text, redacted=",".join(fired) if fired else None)
     body = rec.dumps(record)
-    stamp = moment.strftime("%Y%m%d%H%M%S")
+    stamp = second_stamp(moment)
     try:
         if prompt_id is None:
             name = publish(layout, stamp, rec.slug(text), body)
         else:
             key = _id_key(provider_name, prompt_id)
-            days = (moment.strftime("%Y%m%d"), (moment - timedelta(days=1)).strftime("%Y%m%d"))
+            days = (day_stamp(moment), day_stamp(moment - 86400))
             with file_lock(layout.locks / "prompt-ids.lock"):
                 if _seen(layout, key, days):
                     return CaptureReport(0, "capture prompt: this prompt id is archived already; nothing written")
@@ -183,7 +190,7 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
         log(layout, provider_name, f"the record could not be written ({why}); the prompt is lost")
         raise InternalError(f"capture prompt: the record could not be written into {rel} ({why})") from exc
     try:
-        write_renderings(layout.prompts_dir, name[: -len(".json")], record)
+        write_renderings(layout.prompts_dir, name[: -len(".json")], record, sync=False)  # rebuildable
     except (OSError, MajordomusError):
         log(layout, provider_name,
             "a rendering could not be written; the record is safe (run majordomus capture render)")

@@ -5,10 +5,9 @@ Stdlib only: the hook path writes records through this module.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 
+from majordomus import jsonlite
 from majordomus.values import fields_of, replace, value
 
 TYPE_CHECKING = False
@@ -33,9 +32,9 @@ LINKED: tuple[Link, ...] = ("open", "session-context", "ledger")
 UNLINKED: tuple[Link, ...] = ("orphan", "unlinked-legacy")
 LINKS: tuple[Link, ...] = LINKED + UNLINKED
 
-RECORD_NAME = re.compile(r"(?P<stamp>[0-9]{14})-(?P<slug>[a-z0-9-]*)\.json")
 SLUG_MAX = 48
-_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+_SLUG_SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")  # anything else is a separator (no `re` here)
+_DIGITS = frozenset("0123456789")
 
 
 class RecordError(ValueError):
@@ -52,7 +51,13 @@ def slug(text: str | None, fallback: str | None = None) -> str:
         if not candidate:
             continue
         head = candidate[:72].translate(_ASCII_LOWER)
-        cut = _NOT_SLUG.sub("-", head).strip("-")[:SLUG_MAX].rstrip("-")
+        out: list[str] = []
+        for ch in head:  # each run of other characters becomes one `-`
+            if ch in _SLUG_SAFE:
+                out.append(ch)
+            elif not out or out[-1] != "-":
+                out.append("-")
+        cut = "".join(out).strip("-")[:SLUG_MAX].rstrip("-")
         if cut:
             return cut
     return "prompt"
@@ -146,9 +151,9 @@ def dumps(record: PromptRecord) -> bytes:
     """Pretty JSON, one member per line, the order above: line 1 `{`, line 2 the schema, last line `}`."""
     body = record.members()
     try:
-        return (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+        return (jsonlite.dumps_pretty(body, ensure_ascii=False) + "\n").encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate from a `\ud800` escape: keep it, escaped
-        return (json.dumps(body, indent=2, ensure_ascii=True) + "\n").encode("utf-8")
+        return (jsonlite.dumps_pretty(body, ensure_ascii=True) + "\n").encode("utf-8")
 
 
 def is_pretty(raw: bytes) -> bool:
@@ -178,6 +183,8 @@ def parse(raw: bytes) -> PromptRecord:
 
     (This writer could not rewrite such a record whole.)
     """
+    import json  # readers of the archive, not the hook
+
     try:
         found = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -196,9 +203,12 @@ def load(path: Path) -> PromptRecord:
 
 
 def name_stamp(name: str) -> str | None:
-    """The 14-digit capture second a record's file name starts with."""
-    match = RECORD_NAME.fullmatch(name)
-    return match.group("stamp") if match else None
+    """The 14-digit capture second a record's file name starts with (`<14 digits>-<[a-z0-9-]*>.json`)."""
+    stamp, slug_ = name[:14], name[15:-len(".json")]
+    if (len(name) >= 20 and name[14] == "-" and name.endswith(".json") and _DIGITS.issuperset(stamp)
+            and (_SLUG_SAFE | {"-"}).issuperset(slug_)):
+        return stamp
+    return None
 
 
 def is_record_name(name: str) -> bool:

@@ -5,31 +5,40 @@ Both are rebuilt from the record, never the other way. Stdlib only: the hook pat
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 from majordomus.archive import record as rec
 from majordomus.layout import PRIVATE_FILE, write_atomic
-from majordomus.simple_yaml import yaml_scalar
+from majordomus.simple_yaml import ESCAPE_BMP, has_surrogate, yaml_scalar
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 
 # What YAML (1.1, as PyYAML reads it) refuses anywhere in a stream, or reads as a line break (NEL, U+2028,
-# U+2029). ASCII text is checked with a small class; the full one (1 ms to compile) only when it is needed.
-_ASCII_ODD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_ODD = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]"
+# U+2029): [\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff], as sets and the
+# surrogate test (no `re` on the hook path).
+_ASCII_ODD = frozenset([*map(chr, range(0x00, 0x09)), "\x0b", "\x0c", *map(chr, range(0x0E, 0x20)), "\x7f"])
+_ODD = _ASCII_ODD | ESCAPE_BMP
 
 
 def _has_odd(text: str) -> bool:
     if text.isascii():
-        return _ASCII_ODD.search(text) is not None
-    return re.search(_ODD, text) is not None
+        return not _ASCII_ODD.isdisjoint(text)
+    return not _ODD.isdisjoint(text) or has_surrogate(text)
 
 
-_BACKTICKS = re.compile("`+")
+def _longest_backticks(text: str) -> int:
+    """The longest run of backticks in the text (what `max(len(m) for m in re.finditer("`+"))` says)."""
+    longest = 0
+    at = text.find("`")
+    while at != -1:
+        end = at + 1
+        while end < len(text) and text[end] == "`":
+            end += 1
+        longest = max(longest, end - at)
+        at = text.find("`", end)
+    return longest
 
 
 def _is_block_safe(text: str) -> bool:
@@ -72,14 +81,13 @@ def render_yaml(record: rec.PromptRecord, stem: str) -> str:
 
 def fence(text: str) -> str:
     """A backtick fence longer than any backtick run inside the text (at least three)."""
-    longest = max((len(m.group()) for m in _BACKTICKS.finditer(text)), default=0)
-    return "`" * max(3, longest + 1)
+    return "`" * max(3, _longest_backticks(text) + 1)
 
 
 def _code(value: Any) -> str:
     """A table cell: an inline code span that survives backticks, pipes and newlines in the value."""
     text = str(value).replace("\n", " ").replace("\r", " ").replace("|", "\\|")
-    ticks = "`" * (max((len(m.group()) for m in _BACKTICKS.finditer(text)), default=0) + 1)
+    ticks = "`" * (_longest_backticks(text) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
@@ -136,10 +144,13 @@ def renderings(record: rec.PromptRecord, stem: str) -> dict[str, bytes]:
     return {f"{stem}.md": _encode(render_md(record, stem)), f"{stem}.yaml": _encode(render_yaml(record, stem))}
 
 
-def write_renderings(directory: Path, stem: str, record: rec.PromptRecord) -> None:
-    """Both renderings, each atomically and 0600; a symlink under either name is refused."""
+def write_renderings(directory: Path, stem: str, record: rec.PromptRecord, *, sync: bool = True) -> None:
+    """Both renderings, each atomically and 0600; a symlink under either name is refused.
+
+    `sync=False` (the prompt hook) skips their fsyncs: a rendering is rebuilt from its record by
+    `majordomus capture render`, and doctor names one that is missing or disagrees."""
     for name, data in renderings(record, stem).items():
-        write_atomic(directory / name, data, PRIVATE_FILE)
+        write_atomic(directory / name, data, PRIVATE_FILE, sync=sync)
 
 
 def disagreeing(directory: Path, stem: str, record: rec.PromptRecord) -> list[str]:

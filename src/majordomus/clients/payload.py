@@ -5,8 +5,9 @@ Stdlib only: both hook commands read their payloads with this. Sentences name sh
 
 from __future__ import annotations
 
-import json
 import sys
+
+from majordomus import jsonlite
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def parse_payload(raw: bytes, *, empty: bool = False) -> dict[str, Any]:
             return {}
         raise Malformed("the payload is empty")
     try:
-        found = json.loads(raw.decode("utf-8"))
+        found = jsonlite.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise Malformed(f"the payload is not UTF-8 ({len(raw)} bytes)") from None
     except ValueError:

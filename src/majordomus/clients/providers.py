@@ -6,21 +6,22 @@ edits, and `python -m majordomus.clients.providers --write-json` regenerates the
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 
+from majordomus import jsonlite
 from majordomus.errors import ContractError, MissingError
+from majordomus.paths import LitePath
 from majordomus.values import value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any, Literal
 
     HookStyle = Literal["nested", "flat"]
     McpStyle = Literal["json", "codex-toml"]
 
-HERE = Path(__file__).parent
+HERE = LitePath(__file__).parent  # no pathlib on the hook path
 YAML_PATH = HERE / "providers.yaml"
 JSON_PATH = HERE / "providers.json"
 
@@ -169,7 +170,7 @@ _BUILT: dict[str, Provider] = {}  # providers built from it so far: a hook build
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        raw = json.loads(path.read_bytes())
+        raw = jsonlite.loads(path.read_bytes().decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise ContractError(f"the providers declaration {path.name} cannot be read: {exc}",
                             "reinstall majordomus") from exc
@@ -265,6 +266,8 @@ def _install_problems(name: str, body: dict[str, Any]) -> list[str]:
 
 
 def yaml_to_json_text() -> str:
+    import json
+
     import yaml
 
     raw = yaml.safe_load(YAML_PATH.read_text(encoding="utf-8"))
@@ -278,7 +281,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--check"] and len(argv) <= 2:
         import yaml
 
-        source = Path(argv[1]) if len(argv) == 2 else YAML_PATH
+        source = LitePath(argv[1]) if len(argv) == 2 else YAML_PATH
         found = problems(yaml.safe_load(source.read_text(encoding="utf-8")))
         for line in found:
             print(f"majordomus: {source.name}: {line}", file=sys.stderr)

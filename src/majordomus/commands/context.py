@@ -6,29 +6,47 @@ commands import it, so argparse is imported only when a command needs the full p
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from majordomus.errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class Context:
     """The global options, and the root found once, when first asked."""
 
-    def __init__(self, repo: Path | None = None, json: bool = False) -> None:
+    def __init__(self, repo: str | Path | None = None, json: bool = False) -> None:
         self.repo = repo
         self.json = json
-        self._root: Path | None = None
+        self._root: str | None = None
+
+    def _root_text(self) -> str:
+        """`--repo`, else the git top level of the current directory (exit 12 outside a repository)."""
+        if self._root is None:
+            from majordomus.identity import find_root_str
+
+            found = find_root_str(self.repo if self.repo is not None else os.getcwd())
+            if self.repo is not None and not os.path.exists(os.path.join(found, ".git")):
+                found = os.path.realpath(self.repo)
+            self._root = found
+        return self._root
 
     @property
     def root(self) -> Path:
-        """`--repo`, else the git top level of the current directory (exit 12 outside a repository)."""
-        if self._root is None:
-            from majordomus.identity import find_root
+        """The root as a `pathlib.Path`, for every command but the hooks."""
+        from pathlib import Path
 
-            self._root = find_root(self.repo if self.repo is not None else Path.cwd())
-            if self.repo is not None and not (self._root / ".git").exists():
-                self._root = self.repo.resolve()
-        return self._root
+        return Path(self._root_text())
+
+    @property
+    def hook_root(self) -> Path:
+        """The same root as a `LitePath` (typed as a Path): the hook commands do not import pathlib."""
+        from majordomus.paths import LitePath
+
+        return LitePath(self._root_text())
 
 
 def parser(prog: str, description: str):  # type: ignore[no-untyped-def]

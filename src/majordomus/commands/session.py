@@ -20,6 +20,6 @@ def command(ctx: Context, argv: list[str]) -> int:
         args = p.parse_args(argv)
         quick = {"provider": args.provider, "event": args.event, "dry_run": args.dry_run}
     dry = bool(quick.get("dry_run")) or os.environ.get("MAJORDOMUS_SESSION_DRY_RUN") == "1"
-    report = run_session(ctx.root, str(quick["provider"]), str(quick["event"]), read_stdin(), dry_run=dry)
+    report = run_session(ctx.hook_root, str(quick["provider"]), str(quick["event"]), read_stdin(), dry_run=dry)
     print(report.line, file=sys.stderr)
     return report.exit_code

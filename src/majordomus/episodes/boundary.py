@@ -7,9 +7,7 @@ payload. Stdlib only: this runs inside a person's hooks.
 from __future__ import annotations
 
 import os
-import re
 import time
-from pathlib import Path
 
 from majordomus import ledger
 from majordomus.clients.providers import Provider
@@ -22,6 +20,7 @@ from majordomus.identity import (
     head_state,
     name_key,
     new_episode_id,
+    now_s,
     now_utc,
     owner,
     parse_rfc3339,
@@ -38,6 +37,7 @@ from majordomus.layout import (
     create_exclusive,
     ensure_dir,
     file_lock,
+    fsync_dir,
     sweep_stale_temps,
     write_atomic,
 )
@@ -49,12 +49,19 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
+    from pathlib import Path
     from typing import Any
 
 LIST_LIMIT = 200  # changed files and commits kept in a record; the record says when a list was cut
 END_GIT_SECONDS = 0.8  # every git call of one close together: Codex gives the whole hook 1 s
 ListState = str  # complete | limit | timeout | failed
-SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")  # what an episode id may be in a file name
+SAFE_ID_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+SAFE_ID_REST = SAFE_ID_FIRST | {"_", "-"}
+
+
+def is_safe_id(sid: str) -> bool:
+    """What an episode id may be in a file name: `[A-Za-z0-9][A-Za-z0-9_-]{0,127}` (without `re`: a hook)."""
+    return 0 < len(sid) <= 128 and sid[0] in SAFE_ID_FIRST and all(c in SAFE_ID_REST for c in sid[1:])
 STATUS_REUSE_SECONDS = 1.0  # how old a server's last `git status` may be for the next connection start
 def _list_seconds() -> float:
     """What git may spend on each list at the close: 0.5 s (MAJORDOMUS_GIT_LIST_SECONDS narrows it in tests)."""
@@ -80,7 +87,7 @@ def log_failure(layout: Layout, text: str) -> None:
     """The log beside the working contexts; doctor reports it while it is non-empty."""
     try:
         ensure_dir(layout.contexts_dir)
-        append_line(layout.context_log, f"{rfc3339(now_utc())} {text}")
+        append_line(layout.context_log, f"{rfc3339(now_s())} {text}")
     except (OSError, MajordomusError):
         pass  # the hook must still exit 0; nothing else is left to tell
 
@@ -112,7 +119,7 @@ def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None) ->
         if existing is not None:
             return Drawn(f"session {existing.session_id} already open here since {existing.started_at}; kept",
                          session_id=existing.session_id, started_at=existing.started_at)
-        moment = now_utc()
+        moment = now_s()
         sid = new_episode_id(moment)
         # a server's attaches of one second share one `git status`; a hook start runs its own
         tree = tree_state(layout.root, reuse_seconds=STATUS_REUSE_SECONDS if held_by is not None else 0.0)
@@ -127,10 +134,12 @@ def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None) ->
         ensure_dir(layout.sessions_open)
         _write_context(layout, opened, tree.head)  # first: an open episode never lacks its working context
         write_atomic(layout.open_file(key), opened.to_bytes())  # the episode is open from here on
+        fsync_dir(layout.sessions_open)  # ... and its name survives a crash (docs/decisions.md: what the hooks fsync)
         line = f"session {sid} opened at {at} (head {tree.head[:7]})"
         try:
             write_atomic(layout.session_current, ("\n".join(yaml_lines(
-                [("session_id", sid), ("provider_session", b.provider_session), ("key", key)])) + "\n").encode())
+                [("session_id", sid), ("provider_session", b.provider_session), ("key", key)])) + "\n").encode(),
+                sync=False)  # a convenience pointer, rewritten by the next start: not worth an fsync
             ledger.append(layout, "session.started", session=sid, head=tree.head, branch=tree.branch, at=moment,
                           provider=b.provider.name, provider_session=b.provider_session, owner=opened.owner,
                           **({"source": b.source} if b.source else {}))
@@ -179,7 +188,7 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
         if opened is None:
             return f"no open episode here for provider session {provider_session}; nothing to close"
         sid = opened.session_id
-        if not SAFE_ID.fullmatch(sid):  # an edited open file: its id would be a path in the record's name
+        if not is_safe_id(sid):  # an edited open file: its id would be a path in the record's name
             sid = new_episode_id(now_utc())
             log_failure(layout, f"the open file of provider session {provider_session} names no episode id "
                                 f"({opened.session_id[:80]!r}); closed as {sid}")
@@ -195,7 +204,7 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
             outcome = "closed"
         elif outcome == "closed" and last_turn == "running" and turn_wired is not None and turn_wired():
             outcome = "interrupted"
-        moment = now_utc()
+        moment = now_s()
         deadline = time.monotonic() + END_GIT_SECONDS  # all git work of one close, inside a client's 1 s hook
         tree = tree_state(layout.root, with_status=False, deadline=deadline)  # one full status below serves both
         repo_id = repository_id(layout.root, deadline=deadline)
@@ -221,7 +230,8 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
                 f"{os.urandom(8).hex()}.md")
         ensure_dir(layout.sessions_dir, 0o755)
         target = layout.sessions_dir / name
-        create_exclusive(target, text.encode("utf-8"), 0o644)  # tracked and shared: readable like source
+        # tracked and shared: readable like source; durable (bytes and name) before the open file goes
+        create_exclusive(target, text.encode("utf-8"), 0o644, durable=True)
         rel = _rel(layout, target)
         _append_close(layout, opened, moment, outcome, reason, tree.head, rel)
         ledger.append(layout, "session.closed", session=sid, head=tree.head, branch=tree.branch, at=moment,
@@ -254,7 +264,7 @@ def _finish_close(layout: Layout, opened: store.OpenFile, written: Path) -> None
                   outcome=record.outcome, reason=record.end_reason, session_path=rel)
 
 
-def _append_close(layout: Layout, opened: store.OpenFile, moment: datetime, outcome: str, reason: str | None,
+def _append_close(layout: Layout, opened: store.OpenFile, moment: datetime | float, outcome: str, reason: str | None,
                   head: str, rel: str) -> None:
     path = context_path(layout, opened.session_id, str(opened.started_at))
     close = ["", "## Close", *yaml_lines([("closed_at", rfc3339(moment)), ("outcome", outcome),
@@ -308,7 +318,7 @@ def count_compaction(layout: Layout, b: Boundary) -> str:
         opened = store.read_open_file(layout.open_file(key))
         if opened is None:
             return f"no open episode here for provider session {b.provider_session}; compaction not counted"
-        opened = replace(opened, compactions=opened.compactions + 1, last_activity_at=rfc3339(now_utc()))
+        opened = replace(opened, compactions=opened.compactions + 1, last_activity_at=rfc3339(now_s()))
         write_atomic(layout.open_file(key), opened.to_bytes())
         branch, head = head_state(layout.root)
         ledger.append(layout, "session.compacted", session=opened.session_id, head=head, branch=branch,
@@ -327,8 +337,10 @@ def end_turn(layout: Layout, b: Boundary, *, completed: bool = True, status: str
         if opened is None:
             return f"no open episode here for provider session {b.provider_session}; turn not recorded"
         state = "completed" if completed else "running"
+        # no fsync: after a machine crash the client is gone too, and recovery closes the episode interrupted
+        # whatever its last turn (docs/decisions.md: what the hooks fsync)
         write_atomic(layout.open_file(key),
-                     replace(opened, last_turn=state, last_activity_at=rfc3339(now_utc())).to_bytes())
+                     replace(opened, last_turn=state, last_activity_at=rfc3339(now_s())).to_bytes(), sync=False)
     if completed:
         return f"session {opened.session_id} turn completed"
     return f"session {opened.session_id} turn ended {status}; not completed"
@@ -361,4 +373,5 @@ def set_connection_state(root: Path, external_id: str, *, held_by: int | None, d
 
 def touch_activity(layout: Layout, provider_session: str) -> bool:
     """A captured prompt of an open episode refreshes its `last_activity_at` (SPEC 4.4) and starts a turn."""
-    return update_open(layout, provider_session, last_activity_at=rfc3339(now_utc()), last_turn="running")
+    # no fsync: what a crash can lose here is rebuilt or moot (docs/decisions.md: what the hooks fsync)
+    return update_open(layout, provider_session, sync=False, last_activity_at=rfc3339(now_s()), last_turn="running")

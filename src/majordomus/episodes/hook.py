@@ -6,8 +6,6 @@ prints it, the MCP board stores it verbatim. Stdlib only: this runs inside a per
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from majordomus.clients.payload import Malformed, first_scalar, parse_payload
 from majordomus.clients.providers import Provider, SessionRow, get_provider
 from majordomus.episodes import starting, store
@@ -30,6 +28,7 @@ REASON_LIMIT = 64  # an end reason: the declared ones are short words; anything 
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 EVENTS = ("start", "end", "compact", "turn")

@@ -7,8 +7,6 @@ Stdlib only: the hook path reads and writes these.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from pathlib import Path
 
 from majordomus.identity import session_key
 from majordomus.layout import Layout
@@ -17,6 +15,8 @@ from majordomus.values import fields_of, replace, value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
     from typing import Any
 
 CONNECTION_PROVIDER = "generic"  # the provider whose episodes the MCP connection draws (SPEC 4.1)
