@@ -355,3 +355,13 @@ def test_tool_schemas_refuse_a_blank_external_id_and_intent(served: tuple[McpPro
     assert refused["isError"] is True
     assert refused["content"][0]["text"] == ("argument 'external_id' is required and must not be blank: it is what a "
                                              "reconnecting client is recognised by")
+
+
+def test_the_listing_refuses_an_external_id_its_schema_refuses(served: tuple[McpProcess, str, dict[str, str]]) -> None:
+    """schemathesis found it: `GET /api/v1/episodes?external_id=<a control character>` was served (200)."""
+    _, url, owner = served
+    with httpx.Client(base_url=url, timeout=10, headers=owner) as client:
+        for value in ("o*\x0fh", " ", "a\nb"):
+            refused = client.get("/api/v1/episodes", params={"external_id": value})
+            assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_input", value
+        assert client.get("/api/v1/episodes", params={"external_id": " fine "}).status_code == 200

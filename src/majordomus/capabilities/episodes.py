@@ -66,12 +66,14 @@ def check_external_id(raw: str) -> str | Refusal:
 
 
 def list_episodes(services: Services, caller: Caller, args: JsonObject) -> JsonObject | Refusal:
-    named = args.get("external_id")
+    named = check_external_id(args["external_id"]) if "external_id" in args else None
+    if isinstance(named, Refusal):  # the schema's pattern says the same: a client that trusts it never sees this
+        return named
     mine = None
     if caller.peer is not None:
         mine = services.board.of_peer(caller.peer)
-    elif caller.stateless and isinstance(named, str):
-        handle = services.peers.find_handle(named.strip())
+    elif caller.stateless and named is not None:
+        handle = services.peers.find_handle(named)
         if handle is not None:  # naming it is the stateless peer's heartbeat
             services.peers.touch(handle.id)
             services.board.touch(handle.id)
