@@ -37,6 +37,9 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "bench", "version": "0"}}}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+# The owner's token of our shared server (SPEC §8: every request but /api/v1/live carries it), read from its lease
+# by start_ours; sent to the SDK's baseline server too, which ignores it.
+AUTH: dict[str, str] = {}
 
 # The same server with capture stubbed: attach/detach cost only the protocol, the board and the threads.
 STUBBED = '''
@@ -152,7 +155,7 @@ class Session:
 
     def post(self, message: dict[str, Any]) -> tuple[int, Any]:
         headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                   "MCP-Protocol-Version": "2025-06-18"}
+                   "MCP-Protocol-Version": "2025-06-18", **AUTH}
         if self.sid:
             headers["Mcp-Session-Id"] = self.sid
         self.conn.request("POST", self.path, body=json.dumps(message).encode(), headers=headers)
@@ -213,6 +216,8 @@ def start_ours(repo: Path, cmd: list[str] | None = None) -> tuple[subprocess.Pop
     first = proc.stderr.readline().decode()
     match = re.search(r"http://127\.0\.0\.1:(\d+)", first)
     assert match, first
+    lease = json.loads((repo / ".ai/local/state/mcp/server.json").read_text())
+    AUTH["Authorization"] = f"Bearer {lease['token']}"
     return proc, int(match.group(1))
 
 
@@ -252,7 +257,7 @@ def peers_under_load(port: int, peers: int, beats: int, repo: Path | None = None
                 with lock:
                     (attaches if i == 0 else latencies).append(took)
                     errors[0] += 0 if ok else 1
-            session.conn.request("DELETE", "/mcp", headers={"Mcp-Session-Id": session.sid or ""})
+            session.conn.request("DELETE", "/mcp", headers={"Mcp-Session-Id": session.sid or "", **AUTH})
             session.conn.getresponse().read()
         except Exception:  # noqa: BLE001 - counted, not raised: the figure is the error count
             with lock:
@@ -313,7 +318,7 @@ def rss_with_episodes(port: int, pid: int, count: int) -> tuple[int, int]:
                            "_meta": meta}}
         conn.request("POST", "/mcp", body=json.dumps(body).encode(), headers={
             "Content-Type": "application/json", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
-            "Mcp-Name": "majordomus_session_attach"})
+            "Mcp-Name": "majordomus_session_attach", **AUTH})
         answer = json.loads(conn.getresponse().read())
         assert answer["result"]["isError"] is False, answer
     return before, rss_kib(pid)

@@ -21,6 +21,16 @@ LEASE = ".ai/local/state/mcp/server.json"
 URL = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
 
 
+def token(repo: Path) -> str:
+    """The owner's token of the repository's shared server: it lives only in the 0600 lease."""
+    return str(json.loads((repo / LEASE).read_text())["token"])
+
+
+def auth(repo: Path) -> dict[str, str]:
+    """The header every HTTP request but `/api/v1/live` must carry (SPEC §8)."""
+    return {"Authorization": f"Bearer {token(repo)}"}
+
+
 def initialize(name: str = "test-client", version: str = "2025-06-18", request_id: int = 1) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "method": "initialize",
             "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": name, "version": "0"}}}
@@ -100,6 +110,7 @@ class McpProcess:
     """A long-lived `majordomus-mcp` whose stdin we hold: send frames, read answers by id, watch stderr."""
 
     def __init__(self, repo: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        self.repo = repo
         self.proc = subprocess.Popen([str(MAJORDOMUS_MCP), *args], cwd=repo, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env={**os.environ, **(env or {})})
@@ -134,6 +145,11 @@ class McpProcess:
         match = URL.search(self.stderr)
         assert match, self.stderr
         return match.group(1)
+
+    def auth(self) -> dict[str, str]:
+        """The owner's token header for the shared server this process serves (or bridges to)."""
+        self.url()
+        return auth(self.repo)
 
     def send(self, *messages: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -202,3 +218,54 @@ def modern_headers(message: dict[str, Any]) -> dict[str, str]:
     if message["method"] == "tools/call":
         headers["Mcp-Name"] = message["params"]["name"]
     return headers
+
+
+class TokenProxy:
+    """A loopback relay that adds the owner's token to every request: for a client we did not write that has no way
+    to send a header (the Inspector CLI 0.15). `with TokenProxy(url, auth(repo)) as proxy_url: …`."""
+
+    def __init__(self, target: str, headers: dict[str, str]) -> None:
+        import http.client
+        import http.server
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(target)
+        extra = headers
+
+        class Relay(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _relay(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                sent = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+                conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=60)
+                try:
+                    conn.request(self.command, self.path, body=body, headers={**sent, **extra})
+                    answer = conn.getresponse()
+                    data = answer.read()
+                finally:
+                    conn.close()
+                self.send_response(answer.status)
+                for key, value in answer.getheaders():
+                    if key.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_DELETE = _relay  # noqa: N815 - the names http.server calls
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Relay)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> str:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self.url
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -107,9 +107,9 @@ def test_ten_thousand_generated_frames_never_crash_the_server(initialised_repo: 
 
 
 def test_generated_frames_over_http_get_json_answers_not_crashes(initialised_repo: Path) -> None:
-    with McpProcess(initialised_repo, "--http-port", "0", env={"MAJORDOMUS_HTTP_IDLE_SECONDS": "1"}) as server, \
-            httpx.Client(timeout=10) as client:
+    with McpProcess(initialised_repo, "--http-port", "0", env={"MAJORDOMUS_HTTP_IDLE_SECONDS": "1"}) as server:
         url = server.url()
+        client = httpx.Client(timeout=10, headers=server.auth())
 
         @settings(max_examples=300, deadline=None, derandomize=True, database=None,
                   suppress_health_check=list(HealthCheck))
@@ -121,6 +121,7 @@ def test_generated_frames_over_http_get_json_answers_not_crashes(initialised_rep
                 json.loads(response.content)
 
         post()
+        client.close()
         server.close_stdin()
         assert server.wait(30) == 0
 

@@ -29,7 +29,7 @@ def server(initialised_repo: Path) -> Iterator[tuple[McpProcess, httpx.Client]]:
     with McpProcess(initialised_repo, "--http-port", "0", env={"MAJORDOMUS_HTTP_IDLE_SECONDS": "1.5"}) as proc:
         url = proc.url()
         proc.request(initialize("owner"))
-        with httpx.Client(base_url=url, timeout=10) as client:
+        with httpx.Client(base_url=url, timeout=10, headers=proc.auth()) as client:
             yield proc, client
         proc.close_stdin()
         assert proc.wait() == 0

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mcp_support import MAJORDOMUS_MCP, McpProcess, initialize
+from mcp_support import MAJORDOMUS_MCP, McpProcess, TokenProxy, initialize
 
 NPX = shutil.which("npx")
 pytestmark = [pytest.mark.skipif(NPX is None, reason="npx is not installed"), pytest.mark.network, pytest.mark.slow]
@@ -77,12 +77,13 @@ def test_inspector_lists_and_calls_over_stdio(initialised_repo: Path, inspector:
 def test_inspector_lists_and_calls_over_http(initialised_repo: Path, inspector: Callable[..., Any]) -> None:
     # The Inspector's HTTP session may end without a DELETE: a short idle expiry lets the server stop after it.
     with McpProcess(initialised_repo, "--http-port", "0", env={"MAJORDOMUS_HTTP_IDLE_SECONDS": "1"}) as server:
-        url = server.url()
         server.request(initialize("holder"))
-        tools = inspector(f"{url}/mcp", "--transport", "http", "--method", "tools/list", cwd=initialised_repo)
-        assert "majordomus_peers" in {t["name"] for t in tools["tools"]}
-        result = inspector(f"{url}/mcp", "--transport", "http", "--method", "tools/call", "--tool-name",
-                           "majordomus_episodes", cwd=initialised_repo)
+        # the Inspector CLI sends no header of ours: a relay adds the owner's token, as a person's proxy would
+        with TokenProxy(server.url(), server.auth()) as url:
+            tools = inspector(f"{url}/mcp", "--transport", "http", "--method", "tools/list", cwd=initialised_repo)
+            assert "majordomus_peers" in {t["name"] for t in tools["tools"]}
+            result = inspector(f"{url}/mcp", "--transport", "http", "--method", "tools/call", "--tool-name",
+                               "majordomus_episodes", cwd=initialised_repo)
         assert result["isError"] is False and result["structuredContent"]["open"] == 0
         server.close_stdin()
         assert server.wait() == 0

@@ -12,7 +12,7 @@ import httpx
 import jsonschema
 import pytest
 
-from mcp_support import MAJORDOMUS_MCP, McpProcess, initialize, set_policy, wait_for
+from mcp_support import MAJORDOMUS_MCP, McpProcess, auth, initialize, set_policy, wait_for
 
 Client = pytest.importorskip("mcp.client").Client
 StdioServerParameters = pytest.importorskip("mcp.client.stdio").StdioServerParameters
@@ -58,26 +58,35 @@ def test_sdk_client_over_stdio(initialised_repo: Path, mode: str) -> None:
     anyio.run(main)
 
 
+create_mcp_http_client = pytest.importorskip("mcp.shared._httpx_utils").create_mcp_http_client
+Shared = tuple[str, dict[str, str]]
+
+
 @pytest.fixture
-def shared_url(initialised_repo: Path) -> Iterator[str]:
+def shared(initialised_repo: Path) -> Iterator[Shared]:
+    """The shared server's URL and the owner's token header (every request but /api/v1/live carries it)."""
     set_policy(initialised_repo, episodes__stateless_ttl_seconds=1)
     with McpProcess(initialised_repo, "--http-port", "0", env={"MAJORDOMUS_HTTP_IDLE_SECONDS": "1.5"}) as server:
         url = server.url()
         server.request(initialize("holder"))
-        yield url
+        yield url, auth(initialised_repo)
         server.close_stdin()
         assert server.wait() == 0
 
 
-def episode_state(url: str, external_id: str) -> str | None:
-    episodes = httpx.get(f"{url}/api/v1/episodes", timeout=10).json()["episodes"]
+def episode_state(shared: Shared, external_id: str) -> str | None:
+    url, owner = shared
+    episodes = httpx.get(f"{url}/api/v1/episodes", timeout=10, headers=owner).json()["episodes"]
     return next((e["state"] for e in episodes if e["external_id"] == external_id), None)
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_sdk_client_over_http(shared_url: str, mode: str) -> None:
+def test_sdk_client_over_http(shared: Shared, mode: str) -> None:
+    url, owner = shared
+
     async def main() -> None:
-        async with Client(f"{shared_url}/mcp", mode=mode) as client:
+        async with create_mcp_http_client(headers=owner) as http, \
+                Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode) as client:
             legacy = mode == "legacy"
             assert client.protocol_version == ("2025-11-25" if legacy else "2026-07-28")
             await exercise(client, f"sdk-http-{mode}", name_on_detach=not legacy)
@@ -85,37 +94,46 @@ def test_sdk_client_over_http(shared_url: str, mode: str) -> None:
     anyio.run(main)
 
 
-def test_a_legacy_http_client_that_exits_detaches_its_episode(shared_url: str) -> None:
+def test_a_legacy_http_client_that_exits_detaches_its_episode(shared: Shared) -> None:
     """1. a legacy client attaches and leaves (the SDK sends DELETE). Result: detached, not closed."""
+    url, owner = shared
+
     async def main() -> None:
-        async with Client(f"{shared_url}/mcp", mode="legacy") as client:
+        async with create_mcp_http_client(headers=owner) as http, \
+                Client(streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy") as client:
             result = await client.call_tool("majordomus_session_attach", {"external_id": "sdk-leaves"})
             assert result.is_error is False
-            assert episode_state(shared_url, "sdk-leaves") == "open"
+            assert episode_state(shared, "sdk-leaves") == "open"
 
     anyio.run(main)
-    wait_for(lambda: episode_state(shared_url, "sdk-leaves") == "detached", 5, "the DELETE to detach")
+    wait_for(lambda: episode_state(shared, "sdk-leaves") == "detached", 5, "the DELETE to detach")
 
 
-def test_a_legacy_http_client_that_never_deletes_is_detached_by_expiry(shared_url: str) -> None:
+def test_a_legacy_http_client_that_never_deletes_is_detached_by_expiry(shared: Shared) -> None:
+    url, owner = shared
+
     async def main() -> None:
-        async with Client(streamable_http_client(f"{shared_url}/mcp", terminate_on_close=False),
-                          mode="legacy") as client:
+        async with create_mcp_http_client(headers=owner) as http, \
+                Client(streamable_http_client(f"{url}/mcp", http_client=http, terminate_on_close=False),
+                       mode="legacy") as client:
             await client.call_tool("majordomus_session_attach", {"external_id": "sdk-vanishes"})
-        assert episode_state(shared_url, "sdk-vanishes") == "open"
+        assert episode_state(shared, "sdk-vanishes") == "open"
 
     anyio.run(main)
-    wait_for(lambda: episode_state(shared_url, "sdk-vanishes") == "detached", 15, "the idle expiry")
+    wait_for(lambda: episode_state(shared, "sdk-vanishes") == "detached", 15, "the idle expiry")
 
 
-def test_a_stateless_http_client_is_detached_after_the_ttl(shared_url: str) -> None:
+def test_a_stateless_http_client_is_detached_after_the_ttl(shared: Shared) -> None:
+    url, owner = shared
+
     async def main() -> None:
-        async with Client(f"{shared_url}/mcp", mode="2026-07-28") as client:
+        async with create_mcp_http_client(headers=owner) as http, \
+                Client(streamable_http_client(f"{url}/mcp", http_client=http), mode="2026-07-28") as client:
             await client.call_tool("majordomus_session_attach", {"external_id": "sdk-stateless"})
-        assert episode_state(shared_url, "sdk-stateless") == "open"
+        assert episode_state(shared, "sdk-stateless") == "open"
 
     anyio.run(main)
-    wait_for(lambda: episode_state(shared_url, "sdk-stateless") == "detached", 15, "the stateless TTL")
+    wait_for(lambda: episode_state(shared, "sdk-stateless") == "detached", 15, "the stateless TTL")
 
 
 def test_a_refusal_reaches_the_sdk_as_is_error_with_its_code(initialised_repo: Path) -> None:

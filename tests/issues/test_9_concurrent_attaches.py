@@ -15,14 +15,14 @@ from pathlib import Path
 
 import httpx
 
-from mcp_support import McpProcess, call, initialize, open_file
+from mcp_support import McpProcess, auth, call, initialize, open_file
 
 JSON = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 PEERS = 40
 
 
-def attach_one(url: str, i: int) -> str:
-    with httpx.Client(base_url=url, timeout=30) as client:
+def attach_one(url: str, owner: dict[str, str], i: int) -> str:
+    with httpx.Client(base_url=url, timeout=30, headers=owner) as client:
         response = client.post("/mcp", json=initialize(f"peer-{i}", "2025-11-25"), headers=JSON)
         sid = response.headers["mcp-session-id"]
         headers = {**JSON, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
@@ -39,7 +39,8 @@ def test_forty_peers_attaching_at_once_open_forty_whole_episodes(initialised_rep
         url = proc.url()
         proc.request(initialize("owner"))
         with ThreadPoolExecutor(max_workers=PEERS) as pool:
-            lines = list(pool.map(lambda i: attach_one(url, i), range(PEERS)))
+            owner = auth(initialised_repo)
+            lines = list(pool.map(lambda i: attach_one(url, owner, i), range(PEERS)))
         opened = [open_file(initialised_repo, f"thread-{i}") for i in range(PEERS)]
         proc.kill()  # the HTTP peers are still attached: the server would outlive its own client
     assert [line for line in lines if " opened at " not in line] == []

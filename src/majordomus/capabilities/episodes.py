@@ -14,6 +14,7 @@ from majordomus.capabilities.registry import (
     Refusal,
     Services,
 )
+from majordomus.capabilities.text import EXTERNAL_ID_PATTERN
 
 EXTERNAL_ID_MAX = 1024
 WHY = "it is what a reconnecting client is recognised by"
@@ -26,7 +27,10 @@ DETACH_STATELESS = ("detach without 'external_id' needs a connection: a 2026-07-
 
 _EXTERNAL_ID: JsonObject = {
     "type": "string",
+    "minLength": 1,
     "maxLength": EXTERNAL_ID_MAX,
+    "pattern": EXTERNAL_ID_PATTERN,  # what check_external_id accepts, to the character
+    "x-majordomus-why": WHY,
     "description": "the client's durable name for its sitting (a thread or conversation id); one line",
 }
 
@@ -62,12 +66,14 @@ def check_external_id(raw: str) -> str | Refusal:
 
 
 def list_episodes(services: Services, caller: Caller, args: JsonObject) -> JsonObject | Refusal:
-    named = args.get("external_id")
+    named = check_external_id(args["external_id"]) if "external_id" in args else None
+    if isinstance(named, Refusal):  # the schema's pattern says the same: a client that trusts it never sees this
+        return named
     mine = None
     if caller.peer is not None:
         mine = services.board.of_peer(caller.peer)
-    elif caller.stateless and isinstance(named, str):
-        handle = services.peers.find_handle(named.strip())
+    elif caller.stateless and named is not None:
+        handle = services.peers.find_handle(named)
         if handle is not None:  # naming it is the stateless peer's heartbeat
             services.peers.touch(handle.id)
             services.board.touch(handle.id)
@@ -169,7 +175,7 @@ CAPABILITIES: tuple[Capability, ...] = (
                     "and can be resumed within `reattach_grace_seconds`.",
         input_schema={
             "type": "object",
-            "properties": {"external_id": {**_EXTERNAL_ID, "x-majordomus-why": WHY}},
+            "properties": {"external_id": _EXTERNAL_ID},
             "required": ["external_id"],
             "additionalProperties": False,
         },

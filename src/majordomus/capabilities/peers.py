@@ -17,6 +17,9 @@ from majordomus.capabilities.registry import (
     Refusal,
     Services,
 )
+from majordomus.capabilities.text import ONE_LINE_PATTERN
+
+INTENT_INVALID = "argument 'intent' must be one non-blank line: say what you are about to do"
 
 
 def peer_json(peer: Peer, services: Services, now: float) -> JsonObject:
@@ -82,7 +85,7 @@ def announce(services: Services, caller: Caller, args: JsonObject) -> JsonObject
                                   "peer to speak for (call the majordomus_announce tool from an initialised session)")
     intent = args["intent"].strip()
     if not intent or "\n" in intent or "\r" in intent:
-        return Refusal("invalid_input", "argument 'intent' must be one non-blank line: say what you are about to do")
+        return Refusal("invalid_input", INTENT_INVALID)
     scope = [s.strip() for s in args.get("scope", [])]
     announcement, overlaps = services.peers.announce(peer, intent, scope)
     return {"announcement": {"peer": peer.id, **announcement.as_json()}, "overlaps": overlaps}
@@ -122,7 +125,8 @@ CAPABILITIES: tuple[Capability, ...] = (
         input_schema={
             "type": "object",
             "properties": {
-                "intent": {"type": "string", "maxLength": 500, "description": "one line: what you are about to do"},
+                "intent": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": ONE_LINE_PATTERN,
+                           "x-majordomus-invalid": INTENT_INVALID, "description": "one line: what you are about to do"},
                 "scope": {"type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 1024},
                           "description": "repository paths (files or directories) the work touches"},
             },

@@ -55,16 +55,41 @@ def error_body(code: str, message: str) -> JsonObject:
 
 # -- OpenAPI -------------------------------------------------------------------------------------
 
+ERROR_CODES = ("invalid_input", "unauthorized", "forbidden", "not_found", "timeout", "too_large",
+               "unsupported_media_type", "misdirected", "refused", "internal")
 _ERROR_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {"error": {"type": "object", "properties": {
-        "code": {"type": "string", "enum": ["invalid_input", "forbidden", "not_found", "refused", "internal"]},
+        "code": {"type": "string", "enum": list(ERROR_CODES)},
         "message": {"type": "string", "description": "a sentence that says what to do"}},
         "required": ["code", "message"]}},
     "required": ["error"],
 }
 
 _STATUS_TEXT = {400: "invalid_input", 403: "forbidden", 404: "not_found", 422: "refused", 500: "internal"}
+TOKEN_WHERE = ".ai/local/state/mcp/server.json"
+# What the guard in front of every route answers (mcp/http.py), documented on every operation it can reach
+_GUARD = {401: f"unauthorized: no `Authorization: Bearer <token>` with the token from {TOKEN_WHERE}",
+          403: "forbidden: an Origin that is not this server's own",
+          421: "misdirected: a Host that does not name this server"}
+_BODY = {408: "timeout: the request did not arrive whole within the read deadline",
+         413: "too_large: a body over 4 MiB (Content-Length or counted while read)",
+         415: "unsupported_media_type: a body that is not application/json"}
+
+
+def _error_response(description: str) -> JsonObject:
+    return {"description": description,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+def _guarded(responses: JsonObject, *, token: bool = True, body: bool = False) -> JsonObject:
+    for status, text in _GUARD.items():
+        if token or status != 401:
+            responses.setdefault(str(status), _error_response(text))
+    if body:
+        for status, text in _BODY.items():
+            responses.setdefault(str(status), _error_response(text))
+    return dict(sorted(responses.items()))
 
 
 def operation(cap: Capability) -> JsonObject:
@@ -83,14 +108,13 @@ def operation(cap: Capability) -> JsonObject:
         "x-majordomus-mcp": cap.tool,
     }
     for status, code in _STATUS_TEXT.items():
-        op["responses"][str(status)] = {"description": code,
-                                        "content": {"application/json": {
-                                            "schema": {"$ref": "#/components/schemas/Error"}}}}
+        op["responses"][str(status)] = _error_response(code)
     if cap.http.method == "GET":
         op["parameters"] = [{"name": name, "in": "query", "required": name in cap.input_schema.get("required", []),
                              "schema": schema} for name, schema in cap.input_schema.get("properties", {}).items()]
     else:
         op["requestBody"] = {"required": True, "content": {"application/json": {"schema": cap.input_schema}}}
+    op["responses"] = _guarded(op["responses"], body=cap.http.method != "GET")
     return op
 
 
@@ -100,19 +124,30 @@ def openapi(registry: Registry, version: str, server_url: str | None = None) -> 
     for cap in registry.routes():
         assert cap.http is not None
         paths.setdefault(cap.http.path, {})[cap.http.method.lower()] = operation(cap)
-    for path, summary in (("/api/v1/live", "The server process answers"),
-                          ("/api/v1/ready", "The server is ready to serve this repository")):
-        paths[path] = {"get": {"operationId": path.rsplit("/", 1)[1], "summary": summary, "tags": ["health"],
-                               "responses": {"200": {"description": "ok",
-                                                     "content": {"application/json": {"schema": {"type": "object"}}}}}}}
+    ok = {"application/json": {"schema": {"type": "object"}}}
+    paths["/api/v1/live"] = {"get": {
+        "operationId": "live", "summary": "The server process answers", "tags": ["health"],
+        "description": "The one route without the token: a bridge probes it (the `lease` digest proves which "
+                       "server answers) before it sends the token anywhere.",
+        "security": [], "responses": _guarded({"200": {"description": "ok", "content": ok}}, token=False)}}
+    paths["/api/v1/ready"] = {"get": {
+        "operationId": "ready", "summary": "The server is ready to serve this repository", "tags": ["health"],
+        "responses": _guarded({"200": {"description": "ok", "content": ok},
+                               "503": {"description": "stopping", "content": ok}})}}
     doc: JsonObject = {
         "openapi": "3.1.0",
         "info": {"title": "majordomus", "version": version,
                  "description": "The shared MCP server of one repository: every capability as an HTTP route. "
-                                "The same capabilities are MCP tools at /mcp."},
+                                "The same capabilities are MCP tools at /mcp. Every route but /api/v1/live needs "
+                                f"the repository owner's token (`Authorization: Bearer …`, from {TOKEN_WHERE})."},
         "tags": [{"name": name} for name in dict.fromkeys([c.module for c in registry.routes()] + ["health"])],
         "paths": paths,
-        "components": {"schemas": {"Error": _ERROR_SCHEMA}},
+        "components": {"schemas": {"Error": _ERROR_SCHEMA},
+                       "securitySchemes": {"bearer": {
+                           "type": "http", "scheme": "bearer",
+                           "description": f"the `token` of the lease {TOKEN_WHERE} (0600: the owner's only; each "
+                                          "elected server writes a new one)"}}},
+        "security": [{"bearer": []}],
     }
     if server_url:
         doc["servers"] = [{"url": server_url}]

@@ -37,7 +37,10 @@ def check(schema: dict[str, Any], value: Any, where: str = "arguments") -> str |
         return f"{where} must be one of {', '.join(map(str, schema['enum']))}"
     if isinstance(value, str):
         if len(value) < schema.get("minLength", 0):
-            return f"{where} must not be empty"
+            if "x-majordomus-invalid" in schema:  # the handler's own sentence for a value it refuses
+                return str(schema["x-majordomus-invalid"])
+            why = schema.get("x-majordomus-why")
+            return f"{where} is required and must not be blank: {why}" if why else f"{where} must not be empty"
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             return f"{where} is too long (at most {schema['maxLength']} characters)"
     if isinstance(value, list):

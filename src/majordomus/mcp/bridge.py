@@ -2,7 +2,8 @@
 
 The bridge marks its requests `X-Majordomus-Bridge: 1`, so the server keeps one connection for it
 with stdio semantics (the process is the peer, whatever era its client speaks) and names it in
-`Mcp-Session-Id`. Stdlib only (http.client), so a bridging process starts fast.
+`Mcp-Session-Id`. Every request carries the owner's token from the lease (`Authorization: Bearer …`).
+Stdlib only (http.client), so a bridging process starts fast.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ class SessionLost(Exception):
 
 
 class Bridge:
-    def __init__(self, url: str, timeout: float = 60.0) -> None:
+    def __init__(self, url: str, token: str, timeout: float = 60.0) -> None:
         parts = urlsplit(url)
         self.url = url
+        self._auth = f"Bearer {token}"
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or 80
         self.timeout = timeout
@@ -33,6 +35,7 @@ class Bridge:
 
     def _request(self, method: str, body: bytes | None) -> tuple[int, bytes, str | None]:
         headers = {"X-Majordomus-Bridge": "1", "Accept": "application/json, text/event-stream",
+                   "Authorization": self._auth,
                    "Host": f"127.0.0.1:{self.port}" if self.host.startswith("127.") else f"localhost:{self.port}"}
         if body is not None:
             headers["Content-Type"] = "application/json"
@@ -58,7 +61,7 @@ class Bridge:
         """Relay one frame; its answer frame, or None for a notification."""
         with self._lock:
             status, data, session = self._request("POST", frame)
-            if status == 503:
+            if status in (503, 401):  # stopping, or another server now answers here with its own token
                 raise ServerGone(self.url)
             if status == 404 and self.session_id:
                 self.session_id = None

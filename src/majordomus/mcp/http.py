@@ -1,34 +1,45 @@
-"""HTTP surfaces: `/`, `/mcp`, `/api/v1/*`, `/openapi.json`, `/swagger`; Host (421) and Origin (403) checks.
+"""HTTP surfaces: `/`, `/mcp`, `/api/v1/*`, `/openapi.json`, `/swagger`; the guard in front of all of them.
 
 The only module with Starlette and uvicorn in it. Uvicorn runs in a thread of this process without
 signal handlers of its own: the process's signal handling runs the one cleanup path.
+
+Every request passes the `Guard` first: the Host must name this server as the request reached it (421),
+an Origin must be exactly this server's (403), the owner's token must be there (401; `/api/v1/live`
+excepted), and the body is read by the guard itself, bounded while it is read (413, Content-Length
+first) and within the read deadline (408). A request head that never completes is cut at the same
+deadline by the protocol class below.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
+import ipaddress
 import json
 import os
+import re
 import socket
 import threading
 import time
 from importlib import resources
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from majordomus import __version__
 from majordomus.capabilities import projections
 from majordomus.capabilities.registry import Caller, Capability, invoke
 from majordomus.mcp.core import (
     HANDSHAKE_VERSIONS,
+    INVALID_PARAMS,
     INVALID_REQUEST,
+    MAX_FRAME_BYTES,
+    MODERN_VERSIONS,
     PROTOCOL_VERSION_KEY,
     Connection,
     RpcError,
@@ -40,7 +51,22 @@ from majordomus.mcp.core import (
 if TYPE_CHECKING:
     from majordomus.mcp.runtime import Runtime
 
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]", ""})
+LEASE_PATH = ".ai/local/state/mcp/server.json"
+READ_DEADLINE_ENV = "MAJORDOMUS_HTTP_READ_DEADLINE_SECONDS"
+DEFAULT_READ_DEADLINE_SECONDS = 30.0  # REFERENCE: read_deadline_seconds
+KEEP_ALIVE_SECONDS = 15
+BODY_LIMIT = MAX_FRAME_BYTES  # 4 MiB: REST and /mcp alike
+MAX_DEPTH = 64  # nesting of a JSON body (arrays and objects)
+TOO_DEEP = f"the body is nested deeper than {MAX_DEPTH} levels: send the arguments as a flatter JSON object"
+OPEN_PATHS = frozenset({"/api/v1/live"})  # the only path without the token: a bridge probes it before trusting
+UNAUTHORIZED = ("this server answers its repository's owner only: send Authorization: Bearer <token>, with the "
+                f"token from {LEASE_PATH} (readable by the owner alone; a new server writes a new one)")
+_NAME = r"(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])"
+_HOST = re.compile(rf"(?P<name>{_NAME})(?::(?P<port>[0-9]{{1,5}}))?", re.IGNORECASE)
+_ORIGIN = re.compile(rf"(?P<scheme>[a-z][a-z0-9+.-]*)://(?P<name>{_NAME})(?::(?P<port>[0-9]{{1,5}}))?",
+                     re.IGNORECASE)
 SWAGGER_FILES = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css",
                  "init.js": "text/javascript", "LICENSE": "text/plain"}
 SWAGGER_PAGE = """<!doctype html>
@@ -52,48 +78,187 @@ SWAGGER_PAGE = """<!doctype html>
 """
 
 
+def read_deadline() -> float:
+    """Seconds a request may take to arrive whole (head and body): `MAJORDOMUS_HTTP_READ_DEADLINE_SECONDS`."""
+    try:
+        value = float(os.environ.get(READ_DEADLINE_ENV, ""))
+    except ValueError:
+        return DEFAULT_READ_DEADLINE_SECONDS
+    return value if 0 < value < 3600 else DEFAULT_READ_DEADLINE_SECONDS
+
+
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(json.dumps(body).encode(), status_code=status, headers=headers, media_type="application/json")
 
 
-def _problem(status: int, code: str, message: str) -> Response:
-    return _json(projections.error_body(code, message), status)
-
-
-def _hostname(value: str) -> str:
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[: value.find("]") + 1]
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+def _problem(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    return _json(projections.error_body(code, message), status, headers)
 
 
 def is_loopback(host: str | None) -> bool:
-    return host is not None and (host in LOOPBACK_NAMES or host.startswith("127."))
+    """An address (or `localhost`) that only this machine reaches."""
+    if host is None:
+        return False
+    host = host.strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool((mapped or address).is_loopback)
+
+
+def _shown(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
+
+
+def json_depth(value: Any) -> int:
+    """How deep arrays and objects nest in a decoded JSON value (iterative: no recursion to exhaust)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+class _Refused(Exception):
+    def __init__(self, response: Response) -> None:
+        self.response = response
 
 
 class Guard:
-    """DNS-rebinding defence on every request: the Host must name this server (421), an Origin must be ours (403)."""
+    """In front of every surface: Host (421), Origin (403), the owner's token (401), a bounded, deadlined body.
 
-    def __init__(self, app: ASGIApp, allowed: frozenset[str]) -> None:
+    `names` are the host names this server answers to besides the address a request reached: the
+    loopback names for a request that reached a loopback address, the bound `--http-host` when it is a
+    name or a specific address. A wildcard bind (0.0.0.0) adds nothing: a request from another machine
+    must then name the address it reached, and `Host: localhost` is only for requests over loopback.
+    """
+
+    def __init__(self, app: ASGIApp, token: str, *, names: frozenset[str] = frozenset(),
+                 limit: int = BODY_LIMIT, deadline: float | None = None) -> None:
         self.app = app
-        self.allowed = allowed
+        self.token = f"Bearer {token}".encode()
+        self.names = frozenset(n.lower() for n in names)
+        self.limit = limit
+        self.deadline = deadline if deadline is not None else read_deadline()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            headers = {k.lower(): v.decode("latin-1") for k, v in scope["headers"]}
-            host = headers.get(b"host")
-            if host is None or _hostname(host) not in self.allowed:
-                await _problem(421, "misdirected", "this server answers to 127.0.0.1 or localhost only; "
-                                                   "the Host header names another")(scope, receive, send)
-                return
-            origin = headers.get(b"origin")
-            if origin is not None:
-                parts = urlsplit(origin)
-                if parts.scheme not in ("http", "https") or _hostname(parts.netloc) not in self.allowed:
-                    await _problem(403, "forbidden", "cross-origin requests are refused: a web page of another "
-                                                     "origin may not drive this server")(scope, receive, send)
-                    return
-        await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.monotonic()
+        headers: dict[str, str] = {}
+        for key, value in scope["headers"]:
+            name = key.decode("latin-1").lower()
+            # a repeated Host, Origin or Authorization is refused below as not ours: never pick one of two
+            headers[name] = "\0" if name in headers and name in ("host", "origin", "authorization") \
+                else value.decode("latin-1")
+        try:
+            self._check_host(scope, headers)
+            self._check_token(scope, headers)
+            body = await self._read_body(scope, headers, receive, started)
+        except _Refused as refused:
+            await refused.response(scope, receive, send)
+            return
+        if body is None:
+            return  # the client went away before its body was whole: nothing to answer
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    # -- Host and Origin -------------------------------------------------------------------------
+
+    def _allowed(self, scope: Scope) -> tuple[frozenset[str], int | None]:
+        server = scope.get("server")
+        address, port = (str(server[0]), int(server[1])) if server else ("127.0.0.1", None)
+        names = set(self.names)
+        if is_loopback(address):
+            names |= LOOPBACK_NAMES
+        names.add(_shown(address).lower())
+        return frozenset(names), port
+
+    def _names_us(self, name: str, port: str | None, allowed: frozenset[str], ours: int | None) -> bool:
+        return name.lower() in allowed and (port is None or ours is None or int(port) == ours)
+
+    def _check_host(self, scope: Scope, headers: dict[str, str]) -> None:
+        allowed, port = self._allowed(scope)
+        host = _HOST.fullmatch(headers.get("host", ""))
+        if host is None or not self._names_us(host["name"], host["port"], allowed, port):
+            raise _Refused(_problem(421, "misdirected", "this server answers to the host names of its own "
+                                                        "address only (127.0.0.1 or localhost over loopback); "
+                                                        "the Host header names another"))
+        origin = headers.get("origin")
+        if origin is None:
+            return
+        parts = _ORIGIN.fullmatch(origin)
+        # exact: http (this server speaks no TLS), one of our names, our port (absent means 80)
+        if parts is None or parts["scheme"].lower() != "http" or \
+                not self._names_us(parts["name"], parts["port"] or "80", allowed, port):
+            raise _Refused(_problem(403, "forbidden", "cross-origin requests are refused: only a page served by "
+                                                      "this server itself may drive it"))
+
+    # -- the owner's token -----------------------------------------------------------------------
+
+    def _check_token(self, scope: Scope, headers: dict[str, str]) -> None:
+        if scope["path"] in OPEN_PATHS:
+            return
+        given = headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        candidate = f"Bearer {value.strip()}".encode("latin-1") if scheme.lower() == "bearer" else b""
+        if not hmac.compare_digest(candidate, self.token):
+            raise _Refused(_problem(401, "unauthorized", UNAUTHORIZED,
+                                    {"WWW-Authenticate": 'Bearer realm="majordomus"'}))
+
+    # -- the body --------------------------------------------------------------------------------
+
+    def _body_problem(self, scope: Scope, status: int, code: str, message: str) -> _Refused:
+        close = {"Connection": "close"}
+        if scope["path"] == "/mcp":
+            reply = error_response(None, RpcError(INVALID_REQUEST, message, status=status))
+            assert reply.body is not None
+            return _Refused(Response(encode(reply.body), status_code=status, headers=close,
+                                     media_type="application/json"))
+        return _Refused(_problem(status, code, message, close))
+
+    async def _read_body(self, scope: Scope, headers: dict[str, str], receive: Receive,
+                         started: float) -> bytes | None:
+        too_large = (f"the body is larger than {self.limit} bytes ({self.limit // (1024 * 1024)} MiB), the most "
+                     "this server reads: send a smaller one")
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            raise self._body_problem(scope, 413, "too_large", too_large)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            remaining = started + self.deadline - time.monotonic()
+            try:
+                if remaining <= 0:
+                    raise TimeoutError
+                message = await asyncio.wait_for(receive(), remaining)
+            except (TimeoutError, asyncio.TimeoutError):
+                raise self._body_problem(scope, 408, "timeout", f"the request did not arrive whole within "
+                                                                f"{self.deadline:g} s: send it at once") from None
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                raise self._body_problem(scope, 413, "too_large", too_large)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
 
 
 def _is_json(request: Request) -> bool:
@@ -174,12 +339,20 @@ def build_app(rt: Runtime) -> Starlette:
             message = parse(await request.body())
         except RpcError as exc:
             return _rpc_error(None, exc)
+        is_dict = isinstance(message, dict)
+        request_id = message.get("id") if is_dict else None
+        if json_depth(message) > MAX_DEPTH:
+            return _rpc_error(request_id, RpcError(INVALID_REQUEST, f"Invalid Request: {TOO_DEEP}", status=400))
         headers = request.headers
         session_id = headers.get("mcp-session-id")
         bridged = headers.get("x-majordomus-bridge") == "1"
         modern = _is_modern(message)
-        is_dict = isinstance(message, dict)
-        request_id = message.get("id") if is_dict else None
+        if not modern and not bridged and headers.get("mcp-protocol-version") in MODERN_VERSIONS and is_dict \
+                and "id" in message and message.get("method") != "initialize":
+            # 2026-07-28 (basic/index): a request missing a required _meta field is malformed: -32602, HTTP 400
+            return _rpc_error(request_id, RpcError(INVALID_PARAMS, "Invalid params: a 2026-07-28 request carries "
+                                                   f"params._meta with {PROTOCOL_VERSION_KEY!r} and "
+                                                   "'io.modelcontextprotocol/clientCapabilities'", status=400))
         conn: Connection | None = None
         new: Connection | None = None
         if session_id:
@@ -239,12 +412,17 @@ def build_app(rt: Runtime) -> Starlette:
                 args: Any = dict(request.query_params)
             else:
                 if not _is_json(request):
-                    return _problem(415, "invalid_input", "send the arguments as an application/json object")
+                    return _problem(415, "unsupported_media_type", "send the arguments as an application/json "
+                                                                   "object (Content-Type: application/json)")
                 raw = await request.body()
                 try:
                     args = json.loads(raw) if raw.strip() else {}
+                except RecursionError:
+                    return _problem(400, "invalid_input", TOO_DEEP)
                 except ValueError:
                     return _problem(400, "invalid_input", "the body is not JSON: send the arguments as one object")
+                if json_depth(args) > MAX_DEPTH:
+                    return _problem(400, "invalid_input", TOO_DEEP)
                 if not isinstance(args, dict):
                     return _problem(400, "invalid_input", "the body must be a JSON object of arguments")
             caller = Caller(via="http", loopback=_loopback(request))
@@ -272,7 +450,11 @@ def build_app(rt: Runtime) -> Starlette:
     for cap in registry.routes():
         assert cap.http is not None
         routes.append(Route(cap.http.path, capability_endpoint(cap), methods=[cap.http.method]))
-    return Starlette(routes=routes)
+    async def internal(request: Request, exc: Exception) -> Response:
+        return _problem(500, "internal", f"the server failed on this request ({type(exc).__name__}); it keeps "
+                                         "serving: try again, and report it if it repeats")
+
+    return Starlette(routes=routes, exception_handlers={Exception: internal})
 
 
 def _rpc_error(request_id: Any, error: RpcError) -> Response:
@@ -299,6 +481,51 @@ def bind(host: str, port: int) -> socket.socket:
     raise OSError(f"cannot bind {host}")
 
 
+def deadlined_protocol(deadline: float) -> type[Any]:
+    """Uvicorn's h11 protocol with a deadline on the request head: uvicorn arms no timer until a first response
+    is complete, so a connection that never finishes its head (slowloris) was held forever. From the connection
+    (or the end of the previous response) a whole head must arrive within `deadline`; the body is the Guard's."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Deadlined(H11Protocol):
+        _head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._head_timer = self.loop.call_later(deadline, self._head_late)
+
+        def _disarm(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def handle_events(self) -> None:
+            before = self.cycle
+            super().handle_events()
+            if self.cycle is not before:
+                self._disarm()  # a whole head arrived: the request is the Guard's now
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and (self.cycle is None or self.cycle.response_complete):
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _head_late(self) -> None:
+            self._head_timer = None
+            if (self.cycle is None or self.cycle.response_complete) and not self.transport.is_closing():
+                self.transport.close()
+
+    return Deadlined
+
+
 class HttpServer:
     """Uvicorn on a socket we bound ourselves, in a daemon thread."""
 
@@ -313,24 +540,28 @@ class HttpServer:
     def start(self) -> str:
         """Bind and listen now (the URL is known at once); uvicorn starts in its thread and takes over the
         listening socket: connections made meanwhile wait in the backlog. Stdio answers in the meantime."""
+        lease = self.rt.lease.mine if self.rt.lease is not None else None
+        if lease is None:
+            raise OSError("no lease to take the owner's token from: serving HTTP needs one")
         sock = bind(self.host, self.port)
         port = sock.getsockname()[1]
-        shown = f"[{self.host}]" if ":" in self.host else self.host
+        shown = _shown(self.host)
         url = f"http://{shown}:{port}"
-        allowed = set(LOOPBACK_NAMES)
-        if not is_loopback(self.host):
-            allowed.add(shown.lower())
-        self._thread = threading.Thread(target=self._serve, args=(sock, frozenset(allowed)), name="majordomus-http",
+        names = frozenset() if self.host.lower() in WILDCARD_HOSTS or is_loopback(self.host) \
+            else frozenset({shown.lower()})
+        self._thread = threading.Thread(target=self._serve, args=(sock, lease.token, names), name="majordomus-http",
                                         daemon=True)
         self._thread.start()
         return url
 
-    def _serve(self, sock: socket.socket, allowed: frozenset[str]) -> None:
+    def _serve(self, sock: socket.socket, token: str, names: frozenset[str]) -> None:
         import uvicorn
 
-        app = Guard(build_app(self.rt), allowed)
+        deadline = read_deadline()
+        app = Guard(build_app(self.rt), token, names=names, deadline=deadline)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", loop="asyncio",
-                                http="h11", timeout_keep_alive=75, timeout_graceful_shutdown=2)
+                                http=deadlined_protocol(deadline), timeout_keep_alive=KEEP_ALIVE_SECONDS,
+                                timeout_graceful_shutdown=2)
         self._server = uvicorn.Server(config)
         if self._stopping:
             return

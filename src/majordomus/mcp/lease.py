@@ -28,6 +28,7 @@ from majordomus.layout import Layout, create_exclusive, ensure_dir, file_lock, w
 SCHEMA = "majordomus-mcp-lease/v1"
 BIND_GRACE_SECONDS = 15.0  # a lease with no URL yet: its server is still binding
 PROBE_TIMEOUT_SECONDS = 2.0
+TOKEN_BYTES = 32
 
 Log = Callable[[str], None]
 
@@ -83,8 +84,15 @@ def _executable() -> dict[str, Any]:
         return {"path": str(path), "mtime": None, "size": None}
 
 
+def new_token() -> str:
+    """The owner's token: 32 random bytes, URL-safe. Every HTTP request but `/api/v1/live` must carry it, and it
+    lives only in this 0600 lease (SPEC §8): another local user can reach loopback but cannot read it. Each
+    elected server mints its own, so a token sent to a port a dead server left behind opens nothing."""
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
 def new_lease(root: Path) -> Lease:
-    return Lease(pid=os.getpid(), token=secrets.token_hex(16), root=str(root), url=None,
+    return Lease(pid=os.getpid(), token=new_token(), root=str(root), url=None,
                  started_at=rfc3339(now_utc()), executable=_executable())
 
 
@@ -116,6 +124,7 @@ def probe(lease: Lease, timeout: float = PROBE_TIMEOUT_SECONDS) -> bool:
     try:
         conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout)
         try:
+            # no token here: whatever answers on this port proves itself by the digest before it is sent one
             conn.request("GET", "/api/v1/live", headers={"Accept": "application/json"})
             response = conn.getresponse()
             body = json.loads(response.read() or b"{}")

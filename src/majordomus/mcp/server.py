@@ -159,7 +159,7 @@ class StdioClient:
             self.runtime, self.bridge = rt, None
             return
         assert rt.url is not None
-        self.bridge = Bridge(rt.url)
+        self.bridge = Bridge(rt.url, rt.token)
         log(f"a shared server (pid {rt.pid}) serves this repository at {rt.url}; bridging this stdio session to it")
 
     def _reelect(self) -> None:
