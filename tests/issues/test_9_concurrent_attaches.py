@@ -68,7 +68,8 @@ def test_forty_attaches_at_once_share_the_servers_git_status(initialised_repo: P
         url = proc.url()
         proc.request(initialize("owner"))
         with ThreadPoolExecutor(max_workers=PEERS) as pool:
-            lines = list(pool.map(lambda i: attach_one(url, i), range(PEERS)))
+            owner = auth(initialised_repo)
+            lines = list(pool.map(lambda i: attach_one(url, owner, i), range(PEERS)))
         proc.kill()
     assert [line for line in lines if " opened at " not in line] == []
     statuses = [line for line in log.read_text().splitlines() if " status " in f" {line} "]
