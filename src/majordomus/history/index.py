@@ -298,9 +298,11 @@ class Index:
             "SELECT episode, count(*) FROM docs WHERE kind = 'p' AND episode IS NOT NULL GROUP BY episode")}
 
     def prompt_names(self, episode: str) -> list[str]:
-        """The record names of an episode's linked prompts, in the order they were captured."""
+        """The record names of an episode's linked prompts, in the order they were captured: by their second,
+        and within one second by the file's mtime (a record is written once at its capture; only a rewrite by
+        reconcile or prune moves it, and then only among the prompts of its own second)."""
         return [str(n) for (n,) in self.conn.execute(
-            "SELECT name FROM docs WHERE kind = 'p' AND episode = ? ORDER BY at, name", (episode,))]
+            "SELECT name FROM docs WHERE kind = 'p' AND episode = ? ORDER BY at, mtime_ns, name", (episode,))]
 
     def refused(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM docs WHERE problem IS NOT NULL").fetchone()[0])

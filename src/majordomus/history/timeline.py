@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from majordomus import ledger
 from majordomus.episodes import store
 from majordomus.errors import UsageError
 from majordomus.identity import now_utc, parse_rfc3339, worktree_id
@@ -97,8 +98,9 @@ def _open(item: store.OpenEpisode) -> Episode:
 
 
 def all_episodes(layout: Layout) -> list[Episode]:
-    """Every episode, newest first (by start; an id breaks ties). An episode whose record exists and whose
-    open file a killed close left behind is shown once, as its record."""
+    """Every episode, newest first, by its start. Starts are to the second: within one second this checkout's
+    ledger (the order of its `session.started` lines) says which came first, and the id breaks what is left.
+    An episode whose record exists and whose open file a killed close left behind is shown once, as its record."""
     out: dict[str, Episode] = {}
     for path, record in store.closed_records(layout):
         out.setdefault(record.session_id, _closed(path, record))
@@ -107,7 +109,9 @@ def all_episodes(layout: Layout) -> list[Episode]:
         if item.file.session_id not in out:
             found = _open(item)
             out[found.id] = found if found.worktree_id else replace(found, worktree_id=here)
-    return sorted(out.values(), key=lambda e: (e.started_at or "", e.id), reverse=True)
+    order = {line.get("session"): n for n, line in enumerate(ledger.read(layout))
+             if line.get("event") == "session.started"}
+    return sorted(out.values(), key=lambda e: (e.started_at or "", order.get(e.id, -1), e.id), reverse=True)
 
 
 _RELATIVE = re.compile(r"(?P<n>[0-9]{1,6})\s*(?P<unit>[smhdw])")
