@@ -246,7 +246,7 @@ def test_an_open_episode_shows_its_window_so_far(world: World, history: dict[str
 
 
 @pytest.mark.parametrize(("arg", "code", "says"), [
-    ("s-", 2, "is ambiguous: it names 3 episodes: s-"),
+    ("s-", 2, "majordomus: 's-' is ambiguous: it names 3 episode(s); give more of the id\n  s-"),
     ("s-1999", 12, "no episode id starts with 's-1999', and it is not a commit of this repository"),
     ("deadbeefdeadbeef", 12, "no episode id starts with 'deadbeefdeadbeef', and it is not a commit"),
     ("--", 2, "show"),
@@ -257,7 +257,7 @@ def test_show_bad_names_list_candidates_or_say_what_to_run(world: World, history
     err = done.stderr.decode()
     assert done.returncode == code and says in err and "Traceback" not in err, err
     if code == 2 and arg == "s-":
-        assert all(history[k] in err for k in ("claude", "codex", "open")) and "give more of the id" in err
+        assert [ln.split()[0] for ln in err.splitlines()[1:]] == [history[k] for k in ("open", "codex", "claude")]
     assert not (world.repo / ".git/index.lock").exists()
 
 

@@ -82,11 +82,6 @@ def episodes_command(ctx: Context, argv: list[str]) -> int:
 
 
 # -- show -----------------------------------------------------------------------------------------------------
-def _candidates_line(episodes: list[Episode]) -> str:
-    return "; ".join(f"{e.id} ({e.provider or '-'}, {e.state}, {text.when(e.started_at)})" for e in episodes[:20]) \
-        + (f"; and {len(episodes) - 20} more" if len(episodes) > 20 else "")
-
-
 def show_command(ctx: Context, argv: list[str]) -> int:
     p = parser("show", "One episode whole (by id or a prefix of it), or the episodes a commit was made in.")
     p.add_argument("what", help="an episode id, a prefix of one, or a commit")
@@ -100,9 +95,11 @@ def show_command(ctx: Context, argv: list[str]) -> int:
     commit = None if arg.startswith("s-") or (len(matches) == 1 and matches[0].id == arg) \
         else detail.resolve_commit(layout, arg)
     if len(matches) > 1 or (matches and commit is not None):
-        what = f"{len(matches)} episodes" + (f" and commit {commit.sha[:12]}" if commit else "")
-        raise UsageError(f"'{arg}' is ambiguous: it names {what}: {_candidates_line(matches)}",
-                         "give more of the id")
+        what = f"{len(matches)} episode(s)" + (f" and commit {commit.sha[:12]} ({commit.subject})" if commit else "")
+        print(f"majordomus: '{arg}' is ambiguous: it names {what}; give more of the id", file=sys.stderr)
+        for e in matches:
+            print(f"  {e.id}  {e.provider or '-'}  {e.state}  {text.when(e.started_at)}", file=sys.stderr)
+        return 2
     if matches:
         return _show_episode(layout, matches[0], as_json)
     if commit is not None:

@@ -75,8 +75,8 @@ def check_query(query: str) -> None:
     except sqlite3.OperationalError as exc:
         quoted = '"' + query.replace('"', '""') + '"'
         raise UsageError(
-            f"the search index cannot parse the query {query!r} ({exc}); a word with punctuation (- : * ^ ( ) "
-            f"or a quote) must be inside double quotes",
+            f"the search index cannot parse the query {query!r} ({exc}); a word with punctuation (such as - : = . "
+            f"* ^, parentheses or a quote) must be inside double quotes",
             f"search for the exact text with majordomus search '{quoted}'") from exc
     finally:
         scratch.close()
