@@ -187,7 +187,7 @@ def test_show_an_interrupted_episode_whole(world: World, history: dict[str, str]
     assert "open  redacted: assignment" in prompts and "Zx81kd02kdkLLqw0ss9" not in out
     assert "[redacted:assignment]" in prompts
     short = history["commit"][:7]
-    assert f"commits (1, git log " in out and f"  {short} teach the parser unicode" in out
+    assert "commits (1, git log " in out and f"  {short} teach the parser unicode" in out
     assert "parser.py | 1 +" in out and "1 file changed" in out
     assert "resume       claude --resume claude-1   (the client's session from .ai/local/session-contexts" in out
 
@@ -209,7 +209,7 @@ def test_a_closed_episode_has_no_resume_and_a_commit_names_its_episode_as_eviden
     assert world.json("show", sid)["resume"] is None and "resume " not in world.text("show", sid)
     said = world.text("show", sha[:10])
     assert said.startswith(f"commit {sha[:12]} (the x file) is inside the window of {sid}: committed ")
-    assert f"not from its start head" in said and "in worktree " in said
+    assert "not from its start head" in said and "in worktree " in said
     data = world.json("show", sha)
     assert data["ambiguous"] is False and [c["episode"]["id"] for c in data["candidates"]] == [sid]
 

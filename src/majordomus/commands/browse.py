@@ -6,6 +6,7 @@ import json
 import sys
 from typing import Any
 
+from majordomus.archive.render import tombstone
 from majordomus.commands.context import Context, parser
 from majordomus.errors import MissingError, UsageError
 from majordomus.history import detail, index, text
@@ -165,7 +166,7 @@ def _show_episode(layout: Layout, e: Episode, as_json: bool) -> int:
             continue
         marks = f"  redacted: {r.redacted}" if r.redacted else ""
         out.append(f"  {n}. {r.started_at}  {r.episode_link}{marks}  {pr.name}")
-        body = r.text if r.text is not None else (detail.tombstone(r) or "(no text)")
+        body = r.text if r.text is not None else (tombstone(r) or "(no text)")
         out += [f"     {line}" for line in body.splitlines() or [""]]
     out += ["", f"commits ({len(commits.items)}, {commits.source})" + (f"; {commits.note}" if commits.note else "")]
     out += [f"  {c} {s}".rstrip() for c, s in commits.items]

@@ -2,10 +2,11 @@
 
 Derived and private: `.ai/local/state/search.sqlite3`, 0600, never tracked. Deleting it loses nothing; any
 command that reads it rebuilds it, and each one first catches up with the archive and the records
-incrementally (a file whose inode, size and mtime are unchanged is not read again; a directory whose mtime is
-unchanged, and was already quiet when it was last listed, is not even listed). Records are read through
-`archive.record` and `episodes.store`, the product's one reader of each. A pruned record is indexed by its
-tombstone sentence: its body is gone, so it cannot be found by it. The hook path never imports this module.
+incrementally: a file whose inode is the one indexed is not read again (every writer replaces a record by a
+rename, so a rewritten record has a new inode), and a directory whose mtime is unchanged, and was already
+quiet when it was last listed, is not even listed. Records are read through `archive.record` and
+`episodes.store`, the product's one reader of each. A pruned record is indexed by its tombstone sentence: its
+body is gone, so it cannot be found by it. The hook path never imports this module.
 """
 
 from __future__ import annotations
@@ -204,11 +205,14 @@ class Index:
             raise
         return CatchUp(read=read, removed=removed, prompts=counts.get("p", 0), episodes=counts.get("s", 0))
 
-    def _prompt_names(self, directory: Path) -> list[str]:
-        return [n for n in os.listdir(directory) if rec.is_record_name(n)]
+    def _prompt_names(self, directory: Path) -> list[tuple[str, int]]:
+        with os.scandir(directory) as entries:  # the inode comes with the entry: no stat per file
+            return [(e.name, e.inode()) for e in entries if rec.is_record_name(e.name)]
 
-    def _session_names(self, directory: Path) -> list[str]:
-        return [n for n in store.listed(directory, ".md") if n != "README.md"]
+    def _session_names(self, directory: Path) -> list[tuple[str, int]]:
+        wanted = set(store.listed(directory, ".md")) - {"README.md"}
+        with os.scandir(directory) as entries:
+            return [(e.name, e.inode()) for e in entries if e.name in wanted]
 
     def _meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -231,14 +235,16 @@ class Index:
         known = {name: (row_id, ino, size, mtime) for row_id, name, ino, size, mtime in self.conn.execute(
             "SELECT id, name, ino, size, mtime_ns FROM docs WHERE kind = ?", (kind,))}
         read = 0
-        for name in names:
+        for name, inode in names:
+            seen = known.pop(name, None)
+            if seen is not None and seen[1] == inode:
+                continue  # every writer replaces a record by a rename, so a rewritten record has a new inode
             path = directory / name
             try:
                 st = os.lstat(path)  # before the bytes: a change after this is seen by the next command
             except FileNotFoundError:
-                continue
-            seen = known.pop(name, None)
-            if seen is not None and seen[1:] == (st.st_ino, st.st_size, st.st_mtime_ns):
+                if seen is not None:
+                    self._drop(seen[0])
                 continue
             if seen is not None:
                 self._drop(seen[0])

@@ -135,7 +135,7 @@ def parse_moment(raw: str, flag: str, *, now: datetime | None = None) -> str:
             moment = moment.replace(tzinfo=timezone.utc)
         return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     raise UsageError(f"{flag} {raw!r} is not a time majordomus reads",
-                     f"give a date (2026-12-02), a UTC time (2026-12-02T08:00:00Z) or an age (3d, 12h, 90m)")
+                     "give a date (2026-12-02), a UTC time (2026-12-02T08:00:00Z) or an age (3d, 12h, 90m)")
 
 
 @value
