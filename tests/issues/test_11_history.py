@@ -428,3 +428,16 @@ def test_two_searches_at_once_agree(world: World, history: dict[str, str]) -> No
     outs = [p.communicate(timeout=60) for p in procs]
     assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
     assert {json.loads(o)["count"] for o, _ in outs} == {2}
+
+
+def test_a_record_this_writer_cannot_read_is_skipped_not_fatal(world: World, history: dict[str, str]) -> None:
+    archive = world.repo / ".ai/local/prompts"
+    for name, body in (("20261201000000-torn.json", b'{"schema": "majordomus.capture/v1", "text": "tokeni'),
+                       ("20261201000001-foreign.json", b'{"schema": "other/v9", "text": "tokenizer"}')):
+        (archive / name).write_bytes(body)
+        (archive / name).chmod(0o600)
+    (archive / "20261201000002-link.json").symlink_to(world.repo / "README.md")
+    data = world.json("search", "tokenizer")
+    assert data["count"] == 2 and {r["episode"] for r in data["results"]} == {history["claude"]}
+    assert world.json("episodes")["episodes"][2]["prompts"] == 2
+    assert world.json("search", "repository")["count"] == 0  # the link (to README.md) is never followed

@@ -207,7 +207,8 @@ class Index:
 
     def _prompt_names(self, directory: Path) -> list[tuple[str, int]]:
         with os.scandir(directory) as entries:  # the inode comes with the entry: no stat per file
-            return [(e.name, e.inode()) for e in entries if rec.is_record_name(e.name)]
+            # rec.is_record_name, inlined: 300k directory entries at 100k records
+            return [(e.name, e.inode()) for e in entries if e.name.endswith(".json") and e.name[0] != "."]
 
     def _session_names(self, directory: Path) -> list[tuple[str, int]]:
         wanted = set(store.listed(directory, ".md")) - {"README.md"}
@@ -232,34 +233,33 @@ class Index:
         if stored == signature and quiet == "1":
             return 0, 0
         names = [] if before is None else names_of(directory)
-        known = {name: (row_id, ino, size, mtime) for row_id, name, ino, size, mtime in self.conn.execute(
-            "SELECT id, name, ino, size, mtime_ns FROM docs WHERE kind = ?", (kind,))}
+        known: dict[str, int] = dict(self.conn.execute("SELECT name, ino FROM docs WHERE kind = ?", (kind,)))
         read = 0
         for name, inode in names:
             seen = known.pop(name, None)
-            if seen is not None and seen[1] == inode:
+            if seen == inode:
                 continue  # every writer replaces a record by a rename, so a rewritten record has a new inode
+            if seen is not None:
+                self._drop_name(kind, name)
             path = directory / name
             try:
                 st = os.lstat(path)  # before the bytes: a change after this is seen by the next command
             except FileNotFoundError:
-                if seen is not None:
-                    self._drop(seen[0])
                 continue
-            if seen is not None:
-                self._drop(seen[0])
             self._add(kind, name, path, st)
             read += 1
-        for row_id, *_ in known.values():  # a file gone (records are never deleted, but a person may)
-            self._drop(row_id)
+        for name in known:  # a file gone (records are never deleted, but a person may)
+            self._drop_name(kind, name)
         self._set_meta(f"dir.{kind}", signature)
         settled = before is None or listed_at - before.st_mtime_ns > QUIET_NS
         self._set_meta(f"quiet.{kind}", "1" if settled else "0")
         return read, len(known)
 
-    def _drop(self, row_id: int) -> None:
-        self.conn.execute("DELETE FROM docs WHERE id = ?", (row_id,))
-        self.conn.execute("DELETE FROM doc_fts WHERE rowid = ?", (row_id,))
+    def _drop_name(self, kind: str, name: str) -> None:
+        row = self.conn.execute("SELECT id FROM docs WHERE kind = ? AND name = ?", (kind, name)).fetchone()
+        if row is not None:
+            self.conn.execute("DELETE FROM docs WHERE id = ?", (row[0],))
+            self.conn.execute("DELETE FROM doc_fts WHERE rowid = ?", (row[0],))
 
     def _add(self, kind: str, name: str, path: Path, st: os.stat_result) -> None:
         row: dict[str, Any] = {"kind": kind, "name": name, "ino": st.st_ino, "size": st.st_size,
