@@ -334,6 +334,8 @@ def test_search_filters_as_episodes_does(world: World, history: dict[str, str]) 
 
     assert episodes("ledger") == [history["codex"]]
     assert episodes("ledger", "--provider", "claude-code") == []
+    said = world.text("search", "ledger", "--provider", "claude-code")
+    assert said == "no match for 'ledger' passes these filters (1 match(es) without them)\n"
     assert episodes("tokenizer", "--outcome", "closed") == []
     assert episodes("tokenizer", "-n", "1") == [history["claude"]]
     assert episodes("tokenizer", "--since", "2999-01-01") == [] and episodes("tokenizer", "--open") == []

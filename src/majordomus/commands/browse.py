@@ -218,7 +218,7 @@ def search_command(ctx: Context, argv: list[str]) -> int:
     try:
         _note(idx)
         hits = list(idx.search(query))
-        caught = idx.caught
+        totals = idx.totals() if not hits else None
     finally:
         idx.close()
     episodes = {e.id: e for e in all_episodes(layout)}
@@ -251,8 +251,10 @@ def search_command(ctx: Context, argv: list[str]) -> int:
                                   "snippet": _marked(h.snippet, "**", "**")} for h, e in chosen]})
         return 0
     if not chosen:
-        total = f"{caught.prompts} prompt record(s) and {caught.episodes} episode record(s)" if caught else "the index"
-        print(f"no match for {query!r} in {total}")
+        if totals is not None:
+            print(f"no match for {query!r} in {totals[0]} prompt record(s) and {totals[1]} episode record(s)")
+        else:
+            print(f"no match for {query!r} passes these filters ({len(hits)} match(es) without them)")
         return 0
     colour = text.use_colour(sys.stdout)
     on, off = ("\x1b[1;33m", "\x1b[0m") if colour else ("**", "**")

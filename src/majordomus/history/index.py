@@ -87,8 +87,6 @@ def check_query(query: str) -> None:
 class CatchUp:
     read: int  # files (re)read this time
     removed: int
-    prompts: int  # prompt records indexed in all
-    episodes: int  # closed records indexed in all
 
 
 class Index:
@@ -143,7 +141,7 @@ class Index:
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if row is None or row[0] != SCHEMA:
             raise _Foreign(f"has schema {row[0] if row else 'none'!r}, not {SCHEMA}")
-        conn.execute("SELECT count(*) FROM docs").fetchone()
+        conn.execute("SELECT id FROM docs LIMIT 1").fetchone()  # a torn first page fails here
 
     def _create(self, conn: sqlite3.Connection) -> None:
         try:
@@ -197,13 +195,12 @@ class Index:
                 r, d = self._sync(kind, directory, names)
                 read += r
                 removed += d
-            counts = dict(c.execute("SELECT kind, count(*) FROM docs GROUP BY kind").fetchall())
             c.execute("COMMIT")
         except BaseException:
             if c.in_transaction:
                 c.execute("ROLLBACK")
             raise
-        return CatchUp(read=read, removed=removed, prompts=counts.get("p", 0), episodes=counts.get("s", 0))
+        return CatchUp(read=read, removed=removed)
 
     def _prompt_names(self, directory: Path) -> list[tuple[str, int]]:
         with os.scandir(directory) as entries:  # the inode comes with the entry: no stat per file
@@ -310,8 +307,10 @@ class Index:
         return [str(n) for (n,) in self.conn.execute(
             "SELECT name FROM docs WHERE kind = 'p' AND episode = ? ORDER BY at, mtime_ns, name", (episode,))]
 
-    def refused(self) -> int:
-        return int(self.conn.execute("SELECT count(*) FROM docs WHERE problem IS NOT NULL").fetchone()[0])
+    def totals(self) -> tuple[int, int]:
+        """(prompt records, episode records) indexed; a scan of the table, so only asked when it is said."""
+        counts = dict(self.conn.execute("SELECT kind, count(*) FROM docs GROUP BY kind").fetchall())
+        return int(counts.get("p", 0)), int(counts.get("s", 0))
 
     def search(self, query: str) -> Iterator[Hit]:
         """Every match, best first (FTS5's bm25), each with a snippet whose match is between OPEN and CLOSE."""
