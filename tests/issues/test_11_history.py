@@ -443,3 +443,13 @@ def test_a_record_this_writer_cannot_read_is_skipped_not_fatal(world: World, his
     assert data["count"] == 2 and {r["episode"] for r in data["results"]} == {history["claude"]}
     assert world.json("episodes")["episodes"][2]["prompts"] == 2
     assert world.json("search", "repository")["count"] == 0  # the link (to README.md) is never followed
+
+
+def test_a_record_naming_no_known_outcome_is_shown_unknown_not_guessed(world: World) -> None:
+    sid = world.start("odd")
+    world.end("odd", "logout")
+    (path,) = (world.repo / ".ai/repo/sessions").glob(f"*--{sid}--*.md")
+    path.write_text(path.read_text().replace('outcome: "closed"', 'outcome: "exploded"'))
+    (row,) = world.json("episodes")["episodes"]
+    assert (row["state"], row["outcome"]) == ("unknown", None)
+    assert world.json("show", sid)["resume"] is None

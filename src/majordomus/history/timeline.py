@@ -31,7 +31,7 @@ class Episode:
 
     id: str
     provider: str | None
-    state: str  # closed | interrupted (the record's outcome) | open | detached (this worktree's open file)
+    state: str  # closed | interrupted (the record's outcome; unknown when it names neither) | open | detached
     started_at: str | None
     closed_at: str | None
     branch: str | None
@@ -57,7 +57,7 @@ class Episode:
 
     @property
     def outcome(self) -> str | None:
-        return None if self.is_open else self.state
+        return self.state if self.state in ("closed", "interrupted") else None
 
     def duration_seconds(self, now: datetime | None = None) -> int | None:
         start = parse_rfc3339(self.started_at or "")
@@ -77,7 +77,8 @@ class Episode:
 
 
 def _closed(path: Path, r: store.SessionRecord) -> Episode:
-    outcome = r.outcome if r.outcome in ("closed", "interrupted") else "interrupted" if r.outcome else "closed"
+    # a record without a known outcome is shown as such, never as one of the two words it does not say
+    outcome = r.outcome if r.outcome in ("closed", "interrupted") else "unknown"
     old = None if r.provider is not None else "written by an older writer: no provider or end reason recorded"
     return Episode(id=r.session_id, provider=r.provider, state=outcome, started_at=r.started_at,
                    closed_at=r.closed_at, branch=r.branch, title=r.title, worktree_id=r.worktree_id,
