@@ -23,6 +23,7 @@ RANKS: dict[str, int] = {
     "majordomus.clients": 4,  # install and status
     "majordomus.layer": 5,
     "majordomus.doctor": 5,
+    "majordomus.history": 5,  # reads the record back: the timeline, show, the search index
     "majordomus.capabilities": 6,
     "majordomus.mcp": 7,
     "majordomus.commands": 8,

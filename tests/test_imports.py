@@ -46,7 +46,8 @@ RE_FAMILY = {"re", "_sre", "re._casefix", "re._compiler", "re._constants", "re._
              "reprlib", "types", "copyreg", "heapq", "_heapq"}
 # never on the hook path, whatever the text
 FORBIDDEN = {"pathlib", "datetime", "_datetime", "json", "hashlib", "_hashlib", "typing", "dataclasses", "argparse",
-             "subprocess", "contextlib", "importlib", "yaml", "asyncio", "inspect", "fnmatch", "urllib"}
+             "subprocess", "contextlib", "importlib", "yaml", "asyncio", "inspect", "fnmatch", "urllib",
+             "sqlite3"}  # sqlite3 is the search index's, never the hook's
 
 PLAIN = "please refactor module 3 and keep the tests green"
 SECRET = "rotate the api_key = 'Zx81kd02kdkLLqw0ss9' in the vault, then run the tests"

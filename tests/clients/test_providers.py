@@ -98,3 +98,23 @@ def test_a_session_event_may_name_several_client_events() -> None:
     found = providers.problems(raw)
     assert "claude-code: session.events.start must name one client event or a list of them" in found
     assert "claude-code: session.events.pause is not one of start, end, compact, turn" in found
+
+
+def test_the_four_resumable_clients_declare_their_resume_command_with_evidence() -> None:
+    table = providers.load_providers()
+    commands = {name: p.resume.command for name, p in table.items() if p.resume is not None}
+    assert commands == {"claude-code": "claude --resume {session}", "codex": "codex resume {session}",
+                        "gemini": "gemini --resume {session}", "copilot": "copilot --resume={session}"}
+    assert all(len(table[n].resume.evidence) >= 25 for n in commands)  # type: ignore[union-attr]
+    assert table["claude-code"].resume.line("a b") == "claude --resume 'a b'"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("broken", "problem"), [
+    ({"command": "claude --resume"}, "resume.command must name {session} exactly once"),
+    ({"evidence": ""}, "resume.evidence is empty or too short"),
+    ({"shell": "bash"}, "resume.shell is not a resume key"),
+])
+def test_a_broken_resume_row_is_a_problem(broken: dict[str, str], problem: str) -> None:
+    raw = yaml.safe_load(providers.YAML_PATH.read_text())
+    raw["providers"]["claude-code"]["resume"].update(broken)
+    assert any(problem in line for line in providers.problems(raw)), providers.problems(raw)

@@ -94,6 +94,19 @@ class InstallRow:
 
 
 @value
+class ResumeRow:
+    """The client's own command that resumes one of its sessions (`{session}` stands for the provider session)."""
+
+    command: str
+    evidence: str
+
+    def line(self, session: str) -> str:
+        import shlex
+
+        return self.command.replace("{session}", shlex.quote(session))
+
+
+@value
 class Provider:
     name: str
     title: str
@@ -105,6 +118,7 @@ class Provider:
     session: SessionRow | None
     prompt: PromptRow | None
     install: InstallRow | None
+    resume: ResumeRow | None = None
 
     def session_row(self) -> SessionRow | None:
         if self.offers.get("episode") == "connection":
@@ -161,7 +175,14 @@ def _provider(name: str, raw: dict[str, Any]) -> Provider:
                          person_sources=frozenset(_tuple(p, "person_sources")),
                          start_races=p.get("start_races") is True) if p else None,
         install=_install(raw.get("install")),
+        resume=_resume(raw.get("resume")),
     )
+
+
+def _resume(raw: dict[str, Any] | None) -> ResumeRow | None:
+    if not raw:
+        return None
+    return ResumeRow(command=str(raw.get("command", "")), evidence=str(raw.get("evidence", "")))
 
 
 _RAW: dict[str, Any] | None = None  # the shipped declaration, parsed once per process
@@ -217,6 +238,7 @@ def problems(raw: dict[str, Any]) -> list[str]:
             found.append(f"{name}: a connection provider's payload keys are fixed; remove its session row")
         found += _session_problems(name, body.get("session"))
         found += _install_problems(name, body)
+        found += _resume_problems(name, body.get("resume"))
     return found
 
 
@@ -230,6 +252,20 @@ def _session_problems(name: str, session: Any) -> list[str]:
             found.append(f"{name}: session.events.{ours} is not one of {', '.join(SESSION_EVENTS)}")
         if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
             found.append(f"{name}: session.events.{ours} must name one client event or a list of them")
+    return found
+
+
+def _resume_problems(name: str, row: Any) -> list[str]:
+    """A resume row is the client's command with one `{session}` and the evidence that the client takes it."""
+    if row is None:
+        return []
+    if not isinstance(row, dict):
+        return [f"{name}: resume is not a mapping"]
+    found = [f"{name}: resume.{key} is not a resume key" for key in row if key not in ("command", "evidence")]
+    if str(row.get("command", "")).count("{session}") != 1:
+        found.append(f"{name}: resume.command must name {{session}} exactly once")
+    if len(str(row.get("evidence") or "").strip()) < 25:
+        found.append(f"{name}: resume.evidence is empty or too short to be evidence")
     return found
 
 

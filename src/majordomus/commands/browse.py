@@ -1,0 +1,272 @@
+"""`episodes`, `show`, `search`: reading the record back. Thin: the work is in `majordomus.history`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from majordomus.archive.render import tombstone
+from majordomus.commands.context import Context, parser
+from majordomus.errors import MissingError, UsageError
+from majordomus.history import detail, index, text
+from majordomus.history.timeline import STATES, Episode, Filters, all_episodes, by_prefix, parse_moment, select
+from majordomus.layout import Layout
+
+
+def _print_json(data: dict[str, Any]) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _note(idx: index.Index) -> None:
+    if idx.note:
+        print(f"majordomus: {idx.note}", file=sys.stderr)
+
+
+def _positive(raw: str) -> int:
+    import argparse
+
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"-n takes a whole number of episodes above 0, not {raw!r}")
+    return n
+
+
+def _filter_parser(prog: str, description: str):  # type: ignore[no-untyped-def]
+    p = parser(prog, description)
+    p.add_argument("--outcome", choices=STATES, help="only episodes in this state (closed, interrupted, open, "
+                                                     "detached)")
+    p.add_argument("--provider", help="only this client's episodes (claude-code, codex, gemini, generic, …)")
+    p.add_argument("--branch", help="only episodes on this branch")
+    p.add_argument("--since", help="started at or after: a date, a UTC time, or an age (3d, 12h)")
+    p.add_argument("--until", help="started at or before: a date, a UTC time, or an age")
+    p.add_argument("--open", dest="open_only", action="store_true", help="only open and detached episodes")
+    p.add_argument("-n", dest="limit", type=_positive, help="at most this many")
+    p.add_argument("--json", action="store_true", help="one JSON object (the same as the global --json)")
+    return p
+
+
+def _filters(args: Any) -> Filters:
+    since = parse_moment(args.since, "--since") if args.since else None
+    until = parse_moment(args.until, "--until") if args.until else None
+    if since and until and since > until:
+        raise UsageError(f"--since {args.since} is after --until {args.until}", "swap them")
+    return Filters(outcome=args.outcome, provider=args.provider, branch=args.branch, since=since, until=until,
+                   open_only=args.open_only, limit=args.limit)
+
+
+def episodes_command(ctx: Context, argv: list[str]) -> int:
+    p = _filter_parser("episodes", "The episodes of this repository, newest first.")
+    args = p.parse_args(argv)
+    filters = _filters(args)
+    layout = Layout(ctx.root).require()
+    idx = index.opened(layout)
+    try:
+        _note(idx)
+        counts = idx.prompt_counts()
+    finally:
+        idx.close()
+    chosen = select(all_episodes(layout), filters)
+    if ctx.json or args.json:
+        _print_json({"schema": "majordomus.episodes/v1", "count": len(chosen),
+                     "episodes": [e.to_json(counts.get(e.id, 0), layout.root) for e in chosen]})
+        return 0
+    if not chosen:
+        print("no episodes" + (" match these filters" if argv else " recorded here yet"))
+        return 0
+    for line in text.episode_rows(chosen, counts, text.use_colour(sys.stdout)):
+        print(line)
+    return 0
+
+
+# -- show -----------------------------------------------------------------------------------------------------
+def show_command(ctx: Context, argv: list[str]) -> int:
+    p = parser("show", "One episode whole (by id or a prefix of it), or the episodes a commit was made in.")
+    p.add_argument("what", help="an episode id, a prefix of one, or a commit")
+    p.add_argument("--json", action="store_true", help="one JSON object (the same as the global --json)")
+    args = p.parse_args(argv)
+    as_json = ctx.json or args.json
+    layout = Layout(ctx.root).require()
+    episodes = all_episodes(layout)
+    arg = args.what.strip()
+    matches = by_prefix(episodes, arg)
+    commit = None if arg.startswith("s-") or (len(matches) == 1 and matches[0].id == arg) \
+        else detail.resolve_commit(layout, arg)
+    if len(matches) > 1 or (matches and commit is not None):
+        what = f"{len(matches)} episode(s)" + (f" and commit {commit.sha[:12]} ({commit.subject})" if commit else "")
+        print(f"majordomus: '{arg}' is ambiguous: it names {what}; give more of the id", file=sys.stderr)
+        for e in matches:
+            print(f"  {e.id}  {e.provider or '-'}  {e.state}  {text.when(e.started_at)}", file=sys.stderr)
+        return 2
+    if matches:
+        return _show_episode(layout, matches[0], as_json)
+    if commit is not None:
+        return _show_commit(layout, episodes, commit, as_json)
+    raise MissingError(f"no episode id starts with '{arg}', and it is not a commit of this repository",
+                       "run majordomus episodes to see the ids")
+
+
+def _show_episode(layout: Layout, e: Episode, as_json: bool) -> int:
+    idx = index.opened(layout)
+    try:
+        _note(idx)
+        prompts = detail.load_prompts(layout, idx.prompt_names(e.id))
+    finally:
+        idx.close()
+    commits = detail.window_commits(layout, e)
+    stat, stat_range = detail.diff_stat(layout, e)
+    resume = detail.resume_of(layout, e)
+    head = detail.current_head(layout, e)
+    if as_json:
+        data = e.to_json(len(prompts), layout.root)
+        data.update(start_head=e.start_head, head=head, compactions=e.compactions, changed_files=list(e.changed_files),
+                    truncated=list(e.truncated), detached_at=e.detached_at, last_activity_at=e.last_activity_at,
+                    older_schema=e.schema_note)
+        _print_json({"schema": "majordomus.show/v1", "episode": data,
+                     "prompts": [pr.to_json() for pr in prompts],
+                     "commits": {"source": commits.source, "note": commits.note,
+                                 "items": [{"commit": c, "subject": s} for c, s in commits.items]},
+                     "diff_stat": {"range": stat_range, "text": stat},
+                     "resume": None if resume is None else {"command": resume.command, "session": resume.session,
+                                                            "session_from": resume.session_from,
+                                                            "evidence": resume.evidence,
+                                                            "sentence": resume.sentence}})
+        return 0
+    colour = text.use_colour(sys.stdout)
+    how = e.state
+    if e.end_reason or e.last_turn:
+        bits = [f"reason {e.end_reason}" if e.end_reason else None,
+                f"last turn {e.last_turn}" if e.last_turn and e.last_turn != "none" else None]
+        how += f" ({', '.join(b for b in bits if b)})" if any(bits) else ""
+    out = [f"episode {e.id}  {text.paint(how, text.COLOURS.get(e.state), colour)}"]
+    rel = str(e.path.relative_to(layout.root)) if e.path and e.path.is_relative_to(layout.root) else "-"
+    rows = [("provider", e.provider or "- (not recorded by the writer of this record)"),
+            ("title", e.title or "-"), ("started", e.started_at or "-"),
+            ("closed" if not e.is_open else "state", (f"{e.closed_at}  ({text.duration(e.duration_seconds())})"
+                                                      if not e.is_open else
+                                                      f"{e.state} for {text.duration(e.duration_seconds())}"
+                                                      + (f", detached since {e.detached_at}" if e.detached_at
+                                                         else ""))),
+            ("branch", e.branch or "-"),
+            ("heads", f"{(e.start_head or '-')[:7]} → {(head or '-')[:7]}" + ("  (now)" if e.is_open else "")),
+            ("compactions", str(e.compactions)), ("record" if not e.is_open else "open file", rel)]
+    if e.schema_note:
+        rows.append(("schema", e.schema_note))
+    if resume is not None:
+        rows.append(("resume", resume.sentence))
+    out += [f"  {k:<12} {v}" for k, v in rows]
+    out += ["", f"prompts ({len(prompts)})" + ("" if prompts else ": none linked to this episode")]
+    for n, pr in enumerate(prompts, 1):
+        r = pr.record
+        if r is None:
+            out.append(f"  {n}. {pr.name}: this record cannot be read ({pr.problem})")
+            continue
+        marks = f"  redacted: {r.redacted}" if r.redacted else ""
+        out.append(f"  {n}. {r.started_at}  {r.episode_link}{marks}  {pr.name}")
+        body = r.text if r.text is not None else (tombstone(r) or "(no text)")
+        out += [f"     {line}" for line in body.splitlines() or [""]]
+    out += ["", f"commits ({len(commits.items)}, {commits.source})" + (f"; {commits.note}" if commits.note else "")]
+    out += [f"  {c} {s}".rstrip() for c, s in commits.items]
+    out += ["", f"diff stat ({stat_range})"]
+    out += [f"  {line}" for line in stat.splitlines()] if stat else \
+        ["  no change between the heads" if stat == "" else "  -"]
+    if e.changed_files:
+        cut = "; cut short at the close" if "changed_files" in e.truncated else ""
+        out += ["", f"working tree at the close ({len(e.changed_files)} changed{cut})"]
+        out += [f"  {f}" for f in e.changed_files]
+    print("\n".join(out))
+    return 0
+
+
+def _show_commit(layout: Layout, episodes: list[Episode], commit: detail.CommitInfo, as_json: bool) -> int:
+    found = detail.episodes_of_commit(layout, episodes, commit)
+    if len(found) == 1:
+        sentence = f"commit {commit.sha[:12]} ({commit.subject}) is {found[0].evidence}"
+    elif found:
+        sentence = (f"commit {commit.sha[:12]} ({commit.subject}) is ambiguous: {len(found)} episodes' windows "
+                    "contain it, and none is chosen")
+    else:
+        sentence = (f"commit {commit.sha[:12]} ({commit.subject}), committed {commit.committed_at}, is inside no "
+                    "episode's window: no recorded episode was open when it was made and led to it")
+    if as_json:
+        _print_json({"schema": "majordomus.show/v1", "commit": commit.sha, "subject": commit.subject,
+                     "committed_at": commit.committed_at, "ambiguous": len(found) > 1, "message": sentence,
+                     "candidates": [{"episode": c.episode.to_json(0, layout.root) | {"prompts": None},
+                                     "evidence": c.evidence} for c in found]})
+        return 0
+    print(sentence)
+    if len(found) > 1:
+        for c in found:
+            print(f"  {c.episode.id}  {c.episode.provider or '-'}  {c.episode.state}  — {c.evidence}")
+    return 0
+
+
+# -- search ---------------------------------------------------------------------------------------------------
+def search_command(ctx: Context, argv: list[str]) -> int:
+    p = _filter_parser("search", "Search prompt texts and episode titles, branches and changed files "
+                                 "(SQLite FTS5 query syntax: words, \"phrases\", OR, NOT, prefix*).")
+    p.add_argument("query", nargs="+", help="the words to find; quote a word with punctuation: '\"api-key\"'")
+    args = p.parse_args(argv)
+    filters = _filters(args)
+    query = " ".join(args.query)
+    index.check_query(query)  # a usage error before the index is touched
+    layout = Layout(ctx.root).require()
+    idx = index.opened(layout)
+    try:
+        _note(idx)
+        hits = list(idx.search(query))
+        totals = idx.totals() if not hits else None
+    finally:
+        idx.close()
+    episodes = {e.id: e for e in all_episodes(layout)}
+    chosen = []
+    for h in hits:
+        e = episodes.get(h.episode) if h.episode else None
+        if h.kind == "episode":
+            if e is None or not filters.admits(e):
+                continue
+        else:
+            if filters.provider is not None and h.provider != filters.provider:
+                continue
+            if filters.branch is not None and h.branch != filters.branch:
+                continue
+            if not filters.admits_time(h.at):
+                continue
+            if filters.narrows_episodes and (e is None or not filters.admits(e)):
+                continue
+        chosen.append((h, e))
+        if filters.limit is not None and len(chosen) >= filters.limit:
+            break
+    as_json = ctx.json or args.json
+    if as_json:
+        _print_json({"schema": "majordomus.search/v1", "query": query, "count": len(chosen),
+                     "highlight": ["**", "**"],
+                     "results": [{"kind": h.kind, "record": h.name, "episode": h.episode,
+                                  "episode_state": e.state if e else None, "at": h.at, "provider": h.provider,
+                                  "branch": h.branch, "episode_link": h.link if h.kind == "prompt" else None,
+                                  "pruned": h.pruned, "rank": round(h.rank, 6),
+                                  "snippet": _marked(h.snippet, "**", "**")} for h, e in chosen]})
+        return 0
+    if not chosen:
+        if totals is not None:
+            print(f"no match for {query!r} in {totals[0]} prompt record(s) and {totals[1]} episode record(s)")
+        else:
+            print(f"no match for {query!r} passes these filters ({len(hits)} match(es) without them)")
+        return 0
+    colour = text.use_colour(sys.stdout)
+    on, off = ("\x1b[1;33m", "\x1b[0m") if colour else ("**", "**")
+    for h, e in chosen:
+        where = h.episode or f"no episode ({h.link})"
+        kind = "prompt" if h.kind == "prompt" else "episode"
+        link = h.link if h.kind == "prompt" else (e.state if e else h.link)
+        state = f" {e.state}" if e is not None and h.kind == "prompt" else ""
+        print(f"{where}{state}  {h.at or '-'}  {kind} {link}  {h.name}")
+        print(f"    {_marked(h.snippet, on, off)}")
+    return 0
+
+
+def _marked(snippet: str, on: str, off: str) -> str:
+    return " ".join(snippet.replace(index.OPEN, on).replace(index.CLOSE, off).split())
