@@ -51,7 +51,7 @@ def test_no_episode_is_left_held_by_a_server_that_is_gone(scenarios: Scenarios, 
     assert undetached == []
 
 
-@pytest.mark.parametrize("client", each_client(copilot=COPILOT_SIGKILL))
+@pytest.mark.parametrize("client", each_client())
 def test_doctor_finds_nothing_to_warn_about_after_an_mcp_sitting(scenarios: Scenarios, client: str) -> None:
     findings = [f for run in mcp_sittings(scenarios, client) for f in run.world.doctor()]
     assert [f for f in findings if f["level"] in ("WARN", "FAIL")] == []
