@@ -27,6 +27,8 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("capture", "prune"): ("majordomus.commands.archive:prune_command", "apply the retention policy to prompt bodies"),
     ("capture", "render"): ("majordomus.commands.archive:render_command",
                             "repair archive modes and missing renderings"),
+    ("capture", "scrub"): ("majordomus.commands.archive:scrub_command",
+                           "redact credentials older records still hold, in place"),
     ("capture", "recover"): ("majordomus.commands.recover:command", "close episodes whose end never came"),
     ("capture", "install"): ("majordomus.commands.install:command", "wire a client's hooks and MCP entry"),
     ("episodes",): ("majordomus.commands.browse:episodes_command", "the episodes of this repository, newest first"),

@@ -256,8 +256,23 @@ def check_lease(layout: Layout) -> list[Finding]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def check_tracked_credentials(layout: Layout) -> list[Finding]:
+    """A tracked session record that still holds a credential (written before today's redaction): teams push these."""
+    from majordomus.archive.scrub import HISTORY, tracked_with_credentials
+
+    found = tracked_with_credentials(layout)
+    if not found:
+        return []
+    rules = sorted({r for c in found for r in c.rules})
+    names = ", ".join(c.rel for c in found[:5]) + (" …" if len(found) > 5 else "")
+    return [Finding("WARN", "sessions", _rel(layout, layout.sessions_dir) + "/",
+                    f"{len(found)}{'+' if len(found) >= 20 else ''} tracked session record(s) hold a credential "
+                    f"({', '.join(rules)}): {names}; `majordomus capture scrub` redacts them in place (then commit); "
+                    f"{HISTORY}", "majordomus capture scrub --dry-run")]
+
+
 CHECKS: tuple[Check, ...] = (check_dirs, check_ignored, check_policy, check_providers, check_session_log,
-                             check_episodes, check_lease)
+                             check_episodes, check_lease, check_tracked_credentials)
 
 
 def archive_findings(layout: Layout) -> list[Finding]:

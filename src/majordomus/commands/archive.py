@@ -75,3 +75,28 @@ def render_command(ctx: Context, argv: list[str]) -> int:
     _say(ctx, line, {"renderings": written, "modes": modes, "stale_temps_removed": removed,
                      "links_refused": len(links), "refused": len(refused), "failed": failed})
     return 13 if failed else 0
+
+
+def scrub_command(ctx: Context, argv: list[str]) -> int:
+    from majordomus.archive.scrub import HISTORY, scrub_layer
+
+    p = parser("capture scrub", "Redact credentials that records written before today's redaction still hold, in "
+                                "place; never rewrites git history.")
+    p.add_argument("--dry-run", action="store_true", help="name what would change; write nothing")
+    args = p.parse_args(argv)
+    layout = Layout(ctx.root).require()
+    with lock_archive(layout):
+        changes = scrub_layer(layout, dry_run=args.dry_run)
+    verb = "would redact" if args.dry_run else "redacted"
+    for change in changes:
+        moved = f"; renamed to {change.renamed_to}" if change.renamed_to else ""
+        line = f"{verb} {change.rel} ({', '.join(change.rules)}){moved}"
+        print(json.dumps({"file": change.rel, "rules": list(change.rules), "renamed_to": change.renamed_to,
+                          "dry_run": args.dry_run}) if ctx.json else line)
+    tracked = [c for c in changes if c.rel.startswith(str(layout.sessions_dir.relative_to(layout.root)))]
+    summary = (f"capture scrub: {len(changes)} file(s) {verb}" if changes else
+               "capture scrub: no record holds a credential the redaction rules find; nothing changed")
+    if tracked and not args.dry_run:
+        summary += f"; {len(tracked)} of them tracked: commit them; {HISTORY}"
+    _say(ctx, summary, {"changed": len(changes), "tracked": len(tracked), "dry_run": args.dry_run})
+    return 0
