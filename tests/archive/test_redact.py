@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import majordomus.archive.redact_table as redact_table
@@ -497,6 +497,7 @@ def test_the_hints_hide_no_match_in_the_corpus_or_the_samples() -> None:
                                  "dXNlcjpGYWtlMFBhc3M=", "AbCdEfGhIjKlMnOpQrStUvWxYz", "$*!#",
                                  "Ab3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF", "0123456789abcdef", " ", "\n", "\"", "'", "=",
                                  "-", "_", ".", ",", "-----END RSA PRIVATE KEY-----"]), max_size=30).map("".join))
+@example("api_key=SG.sk-sk-AccountKey=")  # a bare value of 19 letters and its `=` padding: the locator missed it
 @settings(max_examples=400, deadline=None)
 def test_the_hints_never_change_the_result(text: str) -> None:
     assert redact(text) == redact(text, use_hints=False)

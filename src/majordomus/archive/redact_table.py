@@ -51,10 +51,11 @@ _QUOTED_CHARS = r"""[^\s"'`\\]"""
 _BARE_CHARS = f"[.{_BARE.replace('A-Za-z', 'a-z')}]"
 _STRONG = "[0-9!#$%^&*@]"  # as redact._STRONG: a value with one needs no more evidence
 # What a locator requires of a value (lowercased text): quoted or bare, 16 characters, and either a digit or
-# shell-special character, or 20 characters (redact._opaque rejects anything else, so it is not tried).
+# shell-special character, or 20 characters counting a bare value's `=` padding, as redact._opaque counts them
+# (it rejects anything else, so it is not tried).
 _LOCATE_VALUE = (rf"""(?:\\?{_LOCATE_QUOTE}(?={_QUOTED_CHARS}{{16}})"""
                  rf"(?:{_QUOTED_CHARS}{{0,4095}}{_STRONG}|{_QUOTED_CHARS}{{20}})"
-                 rf"|(?={_BARE_CHARS}{{16}})(?:{_BARE_CHARS}{{0,4095}}{_STRONG}|{_BARE_CHARS}{{20}}))")
+                 rf"|(?={_BARE_CHARS}{{16}})(?:{_BARE_CHARS}{{0,4095}}{_STRONG}|(?:{_BARE_CHARS}|=){{20}}))")
 # Between a name and its `value` field, in XML attributes, JSON members and YAML lists.
 _PAIR_GAP = r"""[\"']?[ \t]{0,16}+[,;]?[ \t\r\n]{0,64}+[\"']?(?i:value)[\"']?[ \t]{0,16}+[:=]"""
 _LOCATE_PAIR_GAP = r"""["']?[ \t]{0,16}+[,;]?[ \t\r\n]{0,64}+["']?value["']?[ \t]{0,16}+[:=][ \t]{0,16}+"""
