@@ -15,7 +15,7 @@ PYENV_ROOT_DIR = $(shell pyenv root 2>/dev/null || echo "$${PYENV_ROOT:-$$HOME/.
 # pyenv's newest build of a minor version, else pythonX.Y on PATH if it really runs (a pyenv shim may not)
 find_python = $(or $(shell ls -d $(PYENV_ROOT_DIR)/versions/$(1).*/bin/python$(1) 2>/dev/null | sort -V | tail -n 1),$(shell python$(1) -c pass >/dev/null 2>&1 && command -v python$(1)))
 
-.PHONY: demo test test-clients lint test-all-pythons bench docs clean-venv
+.PHONY: demo test test-slow test-everything test-clients lint test-all-pythons bench docs clean-venv
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,11 +38,22 @@ demo: $(VENV)/.runtime
 # pytest runs with bytecode writing on (an empty PYTHONDONTWRITEBYTECODE): else each worker rewrote the asserts
 # of every test module again at collection (~2.5 CPU-s a worker); the rewritten modules stay in __pycache__/ too.
 WRITE_BYTECODE := PYTHONDONTWRITEBYTECODE=
+# `make test` leaves out the tests marked slow (stress loops, kills at random moments, generated inputs by the
+# thousand, mypy, schemathesis, the Inspector): `make test-slow` runs exactly those, and CI runs both, so every
+# test still runs on every CI run; `make test-everything` is both in one pytest run.
 test: $(VENV)/.dev
 	$(BIN)/python -m compileall -q src/majordomus
-	$(WRITE_BYTECODE) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
+	$(WRITE_BYTECODE) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 	@# the hook ratio, CI-sized: a printed report, never an assertion on wall-clock (issue 12)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/hook_latency.py --rounds 8
+
+test-slow: $(VENV)/.dev
+	$(BIN)/python -m compileall -q src/majordomus
+	$(WRITE_BYTECODE) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m slow
+
+test-everything: $(VENV)/.dev
+	$(BIN)/python -m compileall -q src/majordomus
+	$(WRITE_BYTECODE) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 test-clients: $(VENV)/.dev
 	@start=$$(date +%s); \

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,7 @@ def test_a_key_is_never_a_separator_a_dot_dot_or_empty(text: str) -> None:
 
 @given(st.text(max_size=300), st.text(max_size=300))
 @settings(max_examples=2000)
+@pytest.mark.slow
 def test_distinct_sessions_get_distinct_keys(a: str, b: str) -> None:
     if a != b:
         assert session_key(a) != session_key(b)

@@ -36,6 +36,7 @@ def test_dumps_pretty_is_json_dumps_with_indent_2(members: dict[str, object]) ->
 
 @settings(max_examples=400, deadline=None)
 @given(values, st.sampled_from(["", " ", "\n", " \t\r\n "]))
+@pytest.mark.slow
 def test_loads_is_json_loads(value: object, pad: str) -> None:
     text = pad + json.dumps(value) + pad
     assert repr(jsonlite.loads(text)) == repr(json.loads(text))  # repr: NaN is not equal to itself

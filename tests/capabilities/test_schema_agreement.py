@@ -7,6 +7,7 @@ The schemas allowed a blank `external_id`/`intent` that the server then refused;
 from __future__ import annotations
 
 import jsonschema
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -42,6 +43,7 @@ def test_the_whitespace_list_is_what_str_strip_removes() -> None:
 @example("\x1fa")
 @example("a\x1f")
 @example("a\x85b")
+@pytest.mark.slow
 def test_external_id_schema_and_handler_agree(value: str) -> None:
     for tool in ("majordomus_session_attach", "majordomus_session_detach", "majordomus_episodes"):
         schema = schema_of(tool, "external_id")
@@ -57,6 +59,7 @@ def test_external_id_schema_and_handler_agree(value: str) -> None:
 @example(" plan \n")
 @example("a\rb")
 @example("a\x01b")
+@pytest.mark.slow
 def test_intent_schema_and_handler_agree(value: str) -> None:
     schema = schema_of("majordomus_announce", "intent")
     by_schema = jsonschema.Draft202012Validator(schema).is_valid(value)

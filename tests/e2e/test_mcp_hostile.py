@@ -106,6 +106,7 @@ def test_ten_thousand_generated_frames_never_crash_the_server(initialised_repo: 
     assert all(check_frame(line) for line in server.raw_lines)
 
 
+@pytest.mark.slow
 def test_generated_frames_over_http_get_json_answers_not_crashes(initialised_repo: Path) -> None:
     with McpProcess(initialised_repo, "--http-port", "0", env={"MAJORDOMUS_HTTP_IDLE_SECONDS": "1"}) as server:
         url = server.url()

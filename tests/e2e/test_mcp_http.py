@@ -81,6 +81,7 @@ def test_get_on_mcp_is_405_and_a_non_json_body_is_415(server: tuple[McpProcess, 
     assert bad.status_code == 400 and bad.json()["error"]["code"] == -32700
 
 
+@pytest.mark.slow
 def test_an_idle_session_expires_and_its_episode_detaches(server: tuple[McpProcess, httpx.Client]) -> None:
     _, client = server
     sid = open_session(client)
@@ -96,6 +97,7 @@ def post_modern(client: httpx.Client, message: dict[str, Any], **overrides: str)
     return client.post("/mcp", json=message, headers={**modern_headers(message), **overrides})
 
 
+@pytest.mark.slow
 def test_stateless_requests_attach_by_external_id_and_expire_after_the_ttl(
         server: tuple[McpProcess, httpx.Client], initialised_repo: Path) -> None:
     _, client = server

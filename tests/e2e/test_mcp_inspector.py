@@ -65,6 +65,7 @@ def inspector(registry_reachable: None) -> Callable[..., Any]:
     return run
 
 
+@pytest.mark.slow
 def test_inspector_lists_and_calls_over_stdio(initialised_repo: Path, inspector: Callable[..., Any]) -> None:
     tools = inspector(str(MAJORDOMUS_MCP), "--standalone", "--method", "tools/list", cwd=initialised_repo)
     assert {t["name"] for t in tools["tools"]} >= {"majordomus_session_attach", "majordomus_episodes"}
@@ -74,6 +75,7 @@ def test_inspector_lists_and_calls_over_stdio(initialised_repo: Path, inspector:
     assert result["structuredContent"]["episode"]["external_id"] == "inspector-thread"
 
 
+@pytest.mark.slow
 def test_inspector_lists_and_calls_over_http(initialised_repo: Path, inspector: Callable[..., Any]) -> None:
     # The Inspector's HTTP session may end without a DELETE: a short idle expiry lets the server stop after it.
     with McpProcess(initialised_repo, "--http-port", "0", env={"MAJORDOMUS_HTTP_IDLE_SECONDS": "1"}) as server:

@@ -122,6 +122,7 @@ def records_by_outcome(repo: Path) -> list[tuple[str, str]]:
                   (front_matter(p) for p in (repo / ".ai/repo/sessions").glob("2*.md")))
 
 
+@pytest.mark.slow
 def test_a_detached_episode_past_the_grace_is_closed_interrupted(initialised_repo: Path) -> None:
     """1. grace 1 s; 2. a bridged client attaches and leaves (EOF: detached); 3. the holder's reaper runs.
     Result: one record, `interrupted` with reason `expired`; the open file is gone."""
@@ -138,6 +139,7 @@ def test_a_detached_episode_past_the_grace_is_closed_interrupted(initialised_rep
         assert holder.wait() == 0
 
 
+@pytest.mark.slow
 def test_a_killed_servers_episode_is_closed_by_a_later_start_up_reap(initialised_repo: Path) -> None:
     """1. grace 1 s; 2. a server attaches EP and is killed -9; 3. a new server starts (stamps `detached_at`);
     4. after the grace another start-up. Result: EP closed `interrupted`, reason `expired`; nothing resumed it."""

@@ -109,6 +109,7 @@ def test_a_legacy_http_client_that_exits_detaches_its_episode(shared: Shared) ->
     wait_for(lambda: episode_state(shared, "sdk-leaves") == "detached", 5, "the DELETE to detach")
 
 
+@pytest.mark.slow
 def test_a_legacy_http_client_that_never_deletes_is_detached_by_expiry(shared: Shared) -> None:
     url, owner = shared
 
@@ -123,6 +124,7 @@ def test_a_legacy_http_client_that_never_deletes_is_detached_by_expiry(shared: S
     wait_for(lambda: episode_state(shared, "sdk-vanishes") == "detached", 15, "the idle expiry")
 
 
+@pytest.mark.slow
 def test_a_stateless_http_client_is_detached_after_the_ttl(shared: Shared) -> None:
     url, owner = shared
 

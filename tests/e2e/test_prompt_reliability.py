@@ -60,6 +60,7 @@ def wait_all(procs: list[subprocess.Popen], seconds: float) -> None:
         proc.wait(timeout=max(0.1, deadline - time.monotonic()))
 
 
+@pytest.mark.slow
 def test_eight_writers_of_fifty_prompts_into_overlapping_sessions_lose_nothing(initialised_repo: Path,
                                                                                 run_majordomus) -> None:
     for n in range(4):
@@ -169,6 +170,7 @@ def secrets_of(text: str) -> list[str]:
     return [part for span in spans for part in re.split(r"[\r\n]+", span) if len(part.strip()) >= 8]
 
 
+@pytest.mark.slow
 def test_no_secret_of_the_corpus_reaches_a_file_a_file_name_or_a_log(initialised_repo: Path) -> None:
     start_payload = json.dumps({"session_id": "sec", "source": "startup"}).encode()
     subprocess.run([str(MAJORDOMUS), "capture", "session", "--provider", "claude-code", "--event", "start"],

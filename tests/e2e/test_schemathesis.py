@@ -35,6 +35,7 @@ def reported(output: str) -> set[tuple[str, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_schemathesis_finds_only_the_explained_exceptions(initialised_repo: Path, tmp_path: Path) -> None:
     with McpProcess(initialised_repo, "--http-port", "0") as proc:
         url = proc.url()

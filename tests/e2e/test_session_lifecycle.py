@@ -126,6 +126,7 @@ def test_a_remote_token_never_reaches_the_record(tmp_path: Path, run_majordomus)
     assert "notreallyatoken" not in text
 
 
+@pytest.mark.slow
 def test_two_ends_racing_on_one_episode_write_one_record(initialised_repo: Path, run_majordomus) -> None:
     for trial in range(6):
         ps = f"race-{trial}"

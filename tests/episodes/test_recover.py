@@ -11,6 +11,8 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
+
 from clients.samples import CONNECTION
 from support import open_files, records, session_payload
 
@@ -81,6 +83,7 @@ def test_a_new_provider_session_start_recovers_a_stale_episode(initialised_repo:
     assert [f["provider_session"] for f in open_files(initialised_repo).values()] == ["codex-new"]
 
 
+@pytest.mark.slow
 def test_a_connection_episode_of_a_dead_server_is_detached_then_expired_after_the_grace(initialised_repo: Path,
                                                                                          run_majordomus) -> None:
     """1. a connection episode opens, held by a server pid that is dead; the grace is 1 s;

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 
 from mcp_support import McpProcess, auth, call, initialize, open_file
 
@@ -32,6 +33,7 @@ def attach_one(url: str, owner: dict[str, str], i: int) -> str:
         return str(answer["result"]["structuredContent"]["episode"]["repository"])
 
 
+@pytest.mark.slow
 def test_forty_peers_attaching_at_once_open_forty_whole_episodes(initialised_repo: Path) -> None:
     """1. a shared server; 2. 40 HTTP sessions initialize and attach, all at once, each its own external_id.
     Result: 40 answers saying `opened at`; 40 open files held by the server; 40 working contexts; 40 ledger lines."""
@@ -54,6 +56,7 @@ def test_forty_peers_attaching_at_once_open_forty_whole_episodes(initialised_rep
     assert not (initialised_repo / ".ai/local/session-contexts/.session-context.log").exists()
 
 
+@pytest.mark.slow
 def test_forty_attaches_at_once_share_the_servers_git_status(initialised_repo: Path, tmp_path: Path) -> None:
     """1. a shared server whose PATH has a `git` that logs its calls; 2. 40 HTTP peers attach at once.
     Result: 40 whole episodes, and far fewer than 40 `git status` runs (one per second of attaches: each spawn

@@ -152,6 +152,7 @@ def test_a_streamed_body_is_counted_while_it_is_read(served: tuple[McpProcess, s
 
 # -- slow clients ----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_chunked_body_with_no_end_times_out(served: tuple[McpProcess, str, dict[str, str]]) -> None:
     """1. a POST with Transfer-Encoding: chunked sends one chunk and then nothing, on a REST route and on /mcp.
     Result: 408 with a JSON body after the read deadline, and the server closes the connection."""
@@ -167,6 +168,7 @@ def test_a_chunked_body_with_no_end_times_out(served: tuple[McpProcess, str, dic
             assert closed_by_server(sock)
 
 
+@pytest.mark.slow
 def test_two_hundred_slowloris_connections_neither_starve_nor_stay(
         served: tuple[McpProcess, str, dict[str, str]]) -> None:
     """1. 200 connections each send a request head one header line at a time, slower than the deadline;
