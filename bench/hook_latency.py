@@ -36,6 +36,12 @@ def timed(argv: list[str], cwd: Path, payload: bytes = b"") -> float:
     return elapsed
 
 
+def session_events(exe: str, repo: Path) -> tuple[str, ...]:
+    """The boundary events this build offers beyond start and end (an older build has no `turn`)."""
+    said = subprocess.run([exe, "capture", "session", "--help"], cwd=repo, capture_output=True, text=True)
+    return tuple(e for e in ("compact", "turn") if e in said.stdout + said.stderr)
+
+
 def setup_repo(root: Path, exe: str) -> tuple[Path, bool]:
     repo = root / f"repo-{abs(hash(exe))}"
     repo.mkdir()
@@ -67,6 +73,7 @@ def main() -> int:
             raise SystemExit(f"--build {exe}: not an executable; give the path of a majordomus script")
     with tempfile.TemporaryDirectory() as tmp:
         repos = {exe: setup_repo(Path(tmp), exe) for exe in builds}
+        offered = {exe: session_events(exe, repos[exe][0]) for exe in builds}
         samples: dict[str, list[float]] = {"python -c pass": []}
         label = {exe: ("" if len(builds) == 1 else f" [{i}]") for i, exe in enumerate(builds)}
         for i in range(args.rounds):
@@ -83,7 +90,7 @@ def main() -> int:
                     samples.setdefault(f"capture prompt{label[exe]}", []).append(
                         timed([exe, "capture", "prompt", "--provider", "claude-code"], repo,
                               json.dumps(body).encode()))
-                for event in ("compact", "turn"):
+                for event in offered[exe]:
                     samples.setdefault(f"capture session {event}{label[exe]}", []).append(
                         timed([*base, event], repo, json.dumps({"session_id": ps}).encode()))
                 samples.setdefault(f"capture session end{label[exe]}", []).append(
