@@ -199,7 +199,7 @@ def sweep_stale_temps(directory: Path, *, now: float | None = None) -> int:
                 if not entry.is_file(follow_symlinks=False):
                     continue
                 old = now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS
-                if old or (pid is not None and not _pid_alive(pid)):
+                if old or (pid is not None and not pid_alive(pid)):
                     os.unlink(entry.path)
                     removed += 1
             except OSError:
@@ -207,7 +207,8 @@ def sweep_stale_temps(directory: Path, *, now: float | None = None) -> int:
     return removed
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """The process exists (ours counts; another user's counts too: kill(0) is refused, not missing)."""
     if pid <= 0 or pid == os.getpid():
         return pid == os.getpid()
     try:

@@ -16,7 +16,7 @@ import time
 
 from majordomus.episodes import store
 from majordomus.identity import session_key
-from majordomus.layout import PRIVATE_FILE, Layout, ensure_dir
+from majordomus.layout import PRIVATE_FILE, Layout, ensure_dir, pid_alive
 
 # The prompt hook's own timeout is 10 s (capture install); a start that takes longer than this is not waited for
 WAIT_SECONDS = 8.0
@@ -70,15 +70,7 @@ def pending(layout: Layout, provider_session: str) -> bool:
             os.close(fd)
     except (OSError, ValueError):
         return False
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid > 0 and pid_alive(pid)
 
 
 def racing(layout: Layout, provider_session: str, seconds: float = RACE_SECONDS) -> bool:
