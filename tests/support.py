@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,3 +46,21 @@ def make_initialised(path: Path, run_majordomus, origin: str | None = None) -> P
         subprocess.run(["git", "-C", str(path), "remote", "add", "origin", origin], check=True)
     assert run_majordomus("init", cwd=path).returncode == 0
     return path
+
+
+def hook(repo: Path, event: str, payload: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    """One `capture session --provider claude-code --event <event>` through the real executable."""
+    return subprocess.run([str(MAJORDOMUS), "capture", "session", "--provider", "claude-code", "--event", event],
+                          cwd=repo, input=json.dumps(payload).encode(), capture_output=True, timeout=60)
+
+
+def kill_end_after(repo: Path, ps: str, seconds: float) -> None:
+    """Start an `end` of `ps` (reason other) and SIGKILL it after `seconds`: a close cut wherever it had got to."""
+    proc = subprocess.Popen([str(MAJORDOMUS), "capture", "session", "--provider", "claude-code", "--event", "end"],
+                            cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps({"session_id": ps, "reason": "other"}).encode())
+    proc.stdin.close()
+    time.sleep(seconds)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()

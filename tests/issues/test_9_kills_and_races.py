@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -15,13 +14,9 @@ import pytest
 import yaml
 
 from conftest import MAJORDOMUS, git, make_repo
+from support import hook, kill_end_after
 
 OPEN = ".ai/local/state/sessions-open"
-
-
-def hook(repo: Path, event: str, payload: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([str(MAJORDOMUS), "capture", "session", "--provider", "claude-code", "--event", event],
-                          cwd=repo, input=json.dumps(payload).encode(), capture_output=True, timeout=60)
 
 
 def closed_lines(repo: Path, sid: str) -> int:
@@ -43,15 +38,7 @@ def test_ends_killed_at_random_moments_leave_one_record_and_one_ledger_line(init
         ps = f"kill-{trial}"
         assert hook(initialised_repo, "start", {"session_id": ps, "source": "startup"}).returncode == 0
         sid = yaml.safe_load((initialised_repo / OPEN / f"{ps}.yaml").read_text())["session_id"]
-        proc = subprocess.Popen([str(MAJORDOMUS), "capture", "session", "--provider", "claude-code", "--event", "end"],
-                                cwd=initialised_repo, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps({"session_id": ps, "reason": "other"}).encode())
-        proc.stdin.close()
-        time.sleep(rng.uniform(0, 0.08))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        kill_end_after(initialised_repo, ps, rng.uniform(0, 0.08))
         again = hook(initialised_repo, "end", {"session_id": ps, "reason": "other"})
         assert again.returncode == 0
         assert len(records(initialised_repo, sid)) == 1, (trial, again.stderr)

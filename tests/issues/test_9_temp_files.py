@@ -3,24 +3,18 @@ the tracked `.ai/repo/` is removed by the next run that writes there, never comm
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
 
-from conftest import MAJORDOMUS, git
+from conftest import git
 from majordomus.layout import TEMP_NAME, temp_name, temp_pid
+from support import hook, kill_end_after
 
 SESSIONS = ".ai/repo/sessions"
-
-
-def hook(repo: Path, event: str, payload: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([str(MAJORDOMUS), "capture", "session", "--provider", "claude-code", "--event", event],
-                          cwd=repo, input=json.dumps(payload).encode(), capture_output=True, timeout=60)
 
 
 def dead_pid() -> int:
@@ -78,15 +72,7 @@ def test_ends_killed_while_writing_leave_no_temp_after_the_next_close(initialise
     for trial in range(12):
         ps = f"tk-{trial}"
         assert hook(initialised_repo, "start", {"session_id": ps, "source": "startup"}).returncode == 0
-        proc = subprocess.Popen([str(MAJORDOMUS), "capture", "session", "--provider", "claude-code", "--event", "end"],
-                                cwd=initialised_repo, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps({"session_id": ps, "reason": "other"}).encode())
-        proc.stdin.close()
-        time.sleep(0.005 * trial)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        kill_end_after(initialised_repo, ps, 0.005 * trial)
         assert hook(initialised_repo, "end", {"session_id": ps, "reason": "other"}).returncode == 0
         left = [p.name for d in (initialised_repo / ".ai/repo", initialised_repo / SESSIONS) for p in d.glob(".*.tmp")]
         assert left == [], (trial, left)
