@@ -26,19 +26,21 @@ COMMON = {"__future__", "majordomus", "majordomus.cli", "majordomus.commands", "
           "majordomus.errors", "majordomus.jsonlite", "_json", "majordomus.values", "majordomus.paths",
           "majordomus.clients", "majordomus.clients.payload", "majordomus.clients.providers", "majordomus.layout",
           "fcntl", "majordomus.episodes", "majordomus.episodes.store", "majordomus.identity", SHA,
-          "majordomus.simple_yaml", "majordomus.redact", "bisect", "_bisect", "majordomus.episodes.starting"}
+          "majordomus.simple_yaml", "majordomus.redact", "bisect", "_bisect"}
 SESSION = COMMON | {"majordomus.commands.session", "majordomus.episodes.hook", "majordomus.episodes.boundary",
                     "majordomus.ledger"}
 EXPECTED: dict[str, set[str]] = {
-    "start": SESSION | {"select"},  # git status at the start: spawned by posix_spawn, read with select
+    # git status at the start (spawned by posix_spawn, read with select), and the mark a racing prompt waits for
+    "start": SESSION | {"select", "majordomus.episodes.starting"},
     "end": SESSION | {"select"},  # git status and rev-list at the close
     "compact": SESSION,
     "turn": SESSION,
     "prompt": COMMON | {"majordomus.commands.prompt", "majordomus.archive", "majordomus.archive.capture",
                         "majordomus.archive.record", "majordomus.archive.render"},
 }
-# a prompt of an open episode refreshes it through the boundary's writer
+# a prompt of an open episode refreshes it through the boundary's writer; only one without looks for a start's mark
 EXPECTED["prompt-open"] = EXPECTED["prompt"] | {"majordomus.episodes.boundary", "majordomus.ledger"}
+EXPECTED["prompt"] = EXPECTED["prompt"] | {"majordomus.episodes.starting"}
 # `re` (and `enum`, `functools`, `collections` … behind it), only when a prompt's text needs a rule: a hint of
 # the credential table is in it (or the table has a `/regex/` hint, which needs `re` to be tried at all)
 RE_FAMILY = {"re", "_sre", "re._casefix", "re._compiler", "re._constants", "re._parser", "enum", "functools",

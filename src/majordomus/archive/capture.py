@@ -11,7 +11,7 @@ from majordomus.archive import record as rec
 from majordomus.archive.render import write_renderings
 from majordomus.clients.payload import ABSENT, Malformed, field, first_scalar, json_kind, parse_payload
 from majordomus.clients.providers import get_provider
-from majordomus.episodes import starting, store
+from majordomus.episodes import store
 from majordomus.errors import InternalError, MajordomusError, MissingError
 from majordomus.identity import (
     day_stamp,
@@ -159,10 +159,13 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
     moment = now_s()
     opened = store.read_open(layout, provider_session) if provider_session is not None else None
     raced = False
-    look = starting.racing if row.start_races else starting.pending
-    if opened is None and provider_session is not None and look(layout, provider_session):
-        opened = starting.wait_open(layout, provider_session)  # its SessionStart is still running (Copilot)
-        raced = opened is not None
+    if opened is None and provider_session is not None:  # only a prompt without its episode asks (Copilot's race)
+        from majordomus.episodes import starting
+
+        look = starting.racing if row.start_races else starting.pending
+        if look(layout, provider_session):
+            opened = starting.wait_open(layout, provider_session)  # its SessionStart is still running
+            raced = opened is not None
     branch, head = head_state(root)  # from .git's files: a prompt needs no status walk
     record = rec.PromptRecord(
         schema=rec.SCHEMA, started_at=rfc3339(moment), provider=provider_name, event=row.event, id=prompt_id,

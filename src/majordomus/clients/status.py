@@ -35,7 +35,6 @@ from majordomus.clients.trust import untrusted
 from majordomus.errors import RefusedError
 
 SCHEMA = "majordomus.capture-status/v1"
-CONNECTION_PROVIDER = "generic"  # its prompt row is unsupported by declaration; its session row has no hook
 SELFTEST_SECONDS = 10.0
 State = Literal["unsupported", "unadapted", "unconfigured", "named", "wired", "verified", "untrusted"]
 Aspect = Literal["session", "prompt"]
@@ -244,7 +243,7 @@ def rows(root: Path) -> list[Row]:
             out[index] = replace(row, state="untrusted", reason=f"{sentence} (majordomus's half: {row.reason})")
     seen = last_events(root)
     for index, row in enumerate(out):
-        if row.state in ("unsupported", "unadapted") or (row.provider, row.aspect) == (CONNECTION_PROVIDER, "prompt"):
+        if row.state in ("unsupported", "unadapted"):
             continue
         at = seen.get((row.provider, row.aspect))
         told = f"last real event here {at}" if at else "no real event from it has reached capture here yet"

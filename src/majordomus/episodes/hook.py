@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from majordomus.clients.payload import Malformed, first_scalar, parse_payload
 from majordomus.clients.providers import Provider, SessionRow, get_provider
-from majordomus.episodes import starting, store
+from majordomus.episodes import store
 from majordomus.episodes.boundary import (
     Boundary,
     Drawn,
@@ -100,7 +100,9 @@ def _draw(layout: Layout, prov: Provider, row: SessionRow, event: str, data: dic
                                 f"(provider session {boundary.provider_session}){reason}")
     try:
         if event == "start":
-            started = starting.mark(layout, boundary.provider_session)  # a racing prompt waits for this start
+            from majordomus.episodes import starting  # only a start leaves the mark a racing prompt waits for
+
+            started = starting.mark(layout, boundary.provider_session)
             try:
                 drawn = start_episode(layout, boundary, held_by=held_by)
             finally:
