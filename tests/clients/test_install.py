@@ -58,8 +58,7 @@ def command_of(handler: dict[str, Any], name: str) -> str:
 
 
 def hooks_rel(provider: Provider) -> str:
-    """Where install writes the hooks: the client's per-person file when it has one, else its shared config."""
-    rel = (provider.install.local_config if provider.install is not None else None) or provider.config
+    rel = provider.hooks_file()
     assert rel
     return rel
 

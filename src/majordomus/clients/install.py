@@ -319,12 +319,6 @@ class PlannedWrite:
     mode: int
 
 
-def hooks_file(provider: Provider) -> str | None:
-    """Where the hooks go: the client's per-person file when it has one kept out of git, else its (tracked) config."""
-    shape = provider.install
-    return (shape.local_config if shape is not None else None) or provider.config
-
-
 def plan(root: Path, provider: Provider, exe: Path, mcp: Path) -> tuple[list[PlannedWrite], list[str]]:
     """Read and merge every file first, write nothing: a refusal of one file leaves all of them as they were.
 
@@ -343,7 +337,7 @@ def plan(root: Path, provider: Provider, exe: Path, mcp: Path) -> tuple[list[Pla
             docs[rel] = (doc, raw, json.loads(json.dumps(doc)))  # a deep copy: what the file said before
         return docs[rel][0]
 
-    hooks_rel = hooks_file(provider)
+    hooks_rel = provider.hooks_file()
     if hooks_rel:
         local = hooks_rel == shape.local_config
         changes += merge_hooks(doc_of(hooks_rel), provider, shape, exe if local else Path(exe.name), hooks_rel)
@@ -411,7 +405,7 @@ def drop_hooks(doc: dict[str, Any], provider: Provider, shape: InstallRow, rel: 
     return [f"{rel}: removed majordomus's hooks {', '.join(dropped)} (a tracked file; they now live in {moved_to})"]
 
 
-def sharing_lines(root: Path, provider: Provider, exe: Path) -> list[str]:
+def sharing_lines(provider: Provider, exe: Path) -> list[str]:
     """What each written file means for the team, and whether this machine's clients will find the commands."""
     shape = provider.install
     assert shape is not None
@@ -514,7 +508,7 @@ def install(root: Path, provider_name: str) -> list[str]:
         write_atomic(root / w.rel, w.data, mode=w.mode)
     if local and (root / local).exists():
         changes += ensure_ignored(root, local)
-    sharing = sharing_lines(root, provider, exe)
+    sharing = sharing_lines(provider, exe)
     if not writes:
         files = ", ".join(dict.fromkeys(f for f in (local, provider.config, provider.mcp_config)
                                         if f and (root / f).exists()))

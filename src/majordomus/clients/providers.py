@@ -120,6 +120,16 @@ class Provider:
     install: InstallRow | None
     resume: ResumeRow | None = None
 
+    def hooks_file(self) -> str | None:
+        """Where install writes the hooks: the client's per-person file when it has one kept out of git, else
+        its (tracked) config."""
+        return (self.install.local_config if self.install is not None else None) or self.config
+
+    def hook_files(self) -> tuple[str, ...]:
+        """Every file the client reads our hooks from: its per-person one, then its shared one (an older
+        install's)."""
+        return tuple(dict.fromkeys(f for f in (self.hooks_file(), self.config) if f))
+
     def session_row(self) -> SessionRow | None:
         if self.offers.get("episode") == "connection":
             return CONNECTION_ROW

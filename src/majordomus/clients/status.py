@@ -21,7 +21,6 @@ from majordomus.clients.install import (
     WantedHook,
     find_executable,
     hook_commands,
-    hooks_file,
     install_gap,
     is_connection,
     is_ours,
@@ -136,7 +135,7 @@ def _hook_row(root: Path, p: Provider, aspect: Aspect, pending: list[tuple[int, 
                    f"declares {offer_key}: {capability} and `majordomus {path} --provider {p.name}` reads its "
                    f"payloads, but capture install cannot wire it: {gap}", evidence)
     # the client reads both its per-person file (where install writes) and its tracked one (an older install's)
-    rels = [r for r in dict.fromkeys((hooks_file(p), p.config)) if r]
+    rels = list(p.hook_files())
     install = f"run majordomus capture install --provider {p.name}"
     present = [r for r in rels if (root / r).exists()]
     if not present:
@@ -153,7 +152,7 @@ def _hook_row(root: Path, p: Provider, aspect: Aspect, pending: list[tuple[int, 
         docs[rel] = doc or {}
         for event, found in hook_commands(doc or {}, p.install).items():
             commands.setdefault(event, []).extend(found)
-    places = our_places(docs.get(hooks_file(p) or "", {}), p, p.install)
+    places = our_places(docs.get(p.hooks_file() or "", {}), p, p.install)
     sentence = untrusted(root, p, {e: v for e, v in places.items() if e in {w.client_event for w in wants}})
     if sentence is not None:
         distrust[index] = sentence

@@ -141,8 +141,7 @@ def turn_hook_wired(layout: Layout, prov: Provider) -> bool:
     """The client's hook file (its per-person one, else its shared one) calls our end-of-turn hook: then a turn
     left running at a deliberate end is evidence, not an install that predates the turn event."""
     wanted = f"capture session --provider {prov.name} --event turn"
-    install = prov.install
-    for rel in dict.fromkeys(r for r in ((install.local_config if install else None), prov.config) if r):
+    for rel in prov.hook_files():
         try:
             with open(layout.root / rel, "rb") as f:
                 if wanted.encode() in f.read(1024 * 1024):
