@@ -434,3 +434,41 @@ def _read_bytes(path: str) -> bytes:
 
 def owner() -> str:
     return os.environ.get("USER") or os.environ.get("LOGNAME") or str(os.getuid())
+
+
+# Programs that only pass a command on: the client that ran a hook (or spawned a stdio server) is the nearest
+# ancestor that is none of these. `sh -c` is how every client we know runs a hook command.
+PASS_THROUGH = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "ash", "busybox", "env", "nohup",
+                          "nice", "timeout", "stdbuf", "setsid", "time", "xargs", "sudo", "script"})
+
+
+def _stat(pid: int) -> tuple[str, int, str] | None:
+    """(command name, parent pid, start time in clock ticks since boot) of a live process, from /proc."""
+    try:
+        text = _read_bytes(f"/proc/{pid}/stat").decode("utf-8", "replace")
+    except OSError:
+        return None
+    left, right = text.find("("), text.rfind(")")  # the name may hold spaces and parentheses itself
+    fields = text[right + 2:].split()
+    if left < 0 or right < left or len(fields) < 20 or not fields[1].isdigit():
+        return None
+    return text[left + 1:right], int(fields[1]), fields[19]
+
+
+def client_process(pid: int | None = None) -> str | None:
+    """`<pid>@<start ticks>` of the process that ran this one: the parent of `pid` (this process by default),
+    past any shell or wrapper in between. None where /proc cannot say (not Linux), or at init (pid 1).
+
+    The start time makes the name unique for the life of the machine: a reused pid is another process."""
+    current = os.getpid() if pid is None else pid
+    for _ in range(16):
+        here = _stat(current)
+        if here is None or here[1] <= 1:
+            return None
+        parent = _stat(here[1])
+        if parent is None:
+            return None
+        if parent[0] not in PASS_THROUGH:
+            return f"{here[1]}@{parent[2]}"
+        current = here[1]
+    return None

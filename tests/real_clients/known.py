@@ -16,8 +16,6 @@ from real_clients.drivers import CLIENTS
 COPILOT_SIGKILL = ("issue 8 item 4, not resolved by doing SIGTERM's work first: Copilot SIGKILLs majordomus-mcp "
                    "3 ms after SIGTERM, and after a real Copilot sitting the attached episode still stays held_by "
                    "a dead pid with no detached_at (doctor reports it as INFO, naming recover)")
-TWO_EPISODES = ("issue 8 item 7: with hooks and the MCP server both wired, the model's attach opens a second, "
-                "unlinked generic episode beside the hook episode")
 
 def known(reason: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)

@@ -11,10 +11,9 @@ from __future__ import annotations
 import pytest
 
 from majordomus.identity import is_live_majordomus
-from real_clients.known import COPILOT_SIGKILL, TWO_EPISODES, each_client
+from real_clients.known import each_client
 from real_clients.scenarios import Mcp, Scenarios
 
-EVERY_CLIENT = {"claude_code": TWO_EPISODES, "codex": TWO_EPISODES, "gemini": TWO_EPISODES, "copilot": TWO_EPISODES}
 # Copilot's SIGKILL lands before the server's SIGTERM work in most sittings (7 of 8 here before SIGTERM's work
 # came first, 7 of 7 after), not all: the mark is `racing` (not strict), and three sittings make a lucky win rarer.
 COPILOT_SITTINGS = 3
@@ -25,13 +24,13 @@ def mcp_sittings(scenarios: Scenarios, client: str) -> list[Mcp]:
     return [scenarios.mcp(client, copy) for copy in range(copies)]
 
 
-@pytest.mark.parametrize("client", each_client(**EVERY_CLIENT))
+@pytest.mark.parametrize("client", each_client())
 def test_a_sitting_that_attaches_through_mcp_is_still_one_episode(scenarios: Scenarios, client: str) -> None:
     run = scenarios.mcp(client)
     assert [e.provider for e in run.sitting.new_episodes] == [client], run.sitting.new_episodes
 
 
-@pytest.mark.parametrize("client", each_client(**EVERY_CLIENT))
+@pytest.mark.parametrize("client", each_client())
 def test_the_attach_answer_names_the_sittings_hook_episode(scenarios: Scenarios, client: str) -> None:
     run = scenarios.mcp(client)
     hook_episodes = run.sitting.hook_episodes(client)
@@ -39,7 +38,7 @@ def test_the_attach_answer_names_the_sittings_hook_episode(scenarios: Scenarios,
     assert hook_episodes[0].session_id in run.answer, run.answer
 
 
-@pytest.mark.parametrize("client", each_client(copilot=COPILOT_SIGKILL))
+@pytest.mark.parametrize("client", each_client())
 def test_no_episode_is_left_held_by_a_server_that_is_gone(scenarios: Scenarios, client: str) -> None:
     opened = [o for run in mcp_sittings(scenarios, client) for o in run.world.open_files()]
     held = [(o["session_id"], o.get("held_by")) for o in opened

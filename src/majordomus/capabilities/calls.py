@@ -57,3 +57,4 @@ class Caller:
     client: ClientInfo | None = None
     era: str | None = None
     loopback: bool = True
+    sitting: str | None = None  # `<pid>@<start ticks>` of the client process that spawned a stdio peer

@@ -15,6 +15,7 @@ from majordomus.capabilities.registry import (
     Services,
 )
 from majordomus.capabilities.text import EXTERNAL_ID_PATTERN
+from majordomus.clients.providers import load_providers
 
 EXTERNAL_ID_MAX = 1024
 WHY = "it is what a reconnecting client is recognised by"
@@ -24,6 +25,12 @@ ATTACH_OVER_HTTP = f"attach needs an MCP session: {NO_SESSION} (call the majordo
 DETACH_OVER_HTTP = f"detach without 'external_id' needs an MCP session: {NO_SESSION}; name the episode to close"
 DETACH_STATELESS = ("detach without 'external_id' needs a connection: a 2026-07-28 request over HTTP has none, so "
                     "the external_id is the episode's only handle; name the episode to close")
+
+HOOKS_END = ("this sitting's episode is its client's hook episode: the client's own end closes it (as closed "
+             "when it ends on purpose, interrupted when it is cut short); this server let go of it and closed nothing")
+HOOKS: JsonObject = {"type": "string", "minLength": 1, "description":
+                     "present when the caller's client records this sitting through its hooks (SPEC §4.3: one "
+                     "sitting, one episode): which episode that is, or why none was opened"}
 
 _EXTERNAL_ID: JsonObject = {
     "type": "string",
@@ -38,7 +45,9 @@ EPISODE_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {
         "external_id": {"type": "string"},
-        "provider": {"type": "string", "enum": ["generic"]},
+        "provider": {"type": "string", "enum": sorted(load_providers()),
+                     "description": "`generic` for a connection episode; a hook client's name for its hook episode"},
+        "session_id": {"type": "string", "description": "the hook episode's id (present for a hook episode only)"},
         "peer": {"type": "string", "description": "the peer holding it; absent while detached"},
         "opened_at": {"type": "string", "format": "date-time"},
         "last_activity_seconds_ago": {"type": "integer", "minimum": 0},
@@ -101,8 +110,14 @@ def attach(services: Services, caller: Caller, args: JsonObject) -> JsonObject |
         peer_id = caller.peer
     else:
         return Refusal("refused", ATTACH_OVER_HTTP)
-    episode, resumed = services.board.attach(peer_id, external_id)
-    return {"episode": episode, "resumed": resumed, "reattach_grace_seconds": services.board.grace_seconds}
+    episode, resumed, hooks = services.board.attach_from(
+        peer_id, external_id, client=caller.sitting, client_name=caller.client.name if caller.client else None)
+    result: JsonObject = {"resumed": resumed, "reattach_grace_seconds": services.board.grace_seconds}
+    if episode is not None:
+        result = {"episode": episode, **result}
+    if hooks is not None:  # one sitting, one episode: the client's hooks record it (SPEC §4.3)
+        result["hooks"] = hooks
+    return result
 
 
 def detach(services: Services, caller: Caller, args: JsonObject) -> JsonObject | Refusal:
@@ -116,6 +131,9 @@ def detach(services: Services, caller: Caller, args: JsonObject) -> JsonObject |
         return Refusal("refused", DETACH_STATELESS)
     else:
         assert caller.peer is not None
+        bound = services.board.unbind(peer=caller.peer)
+        if bound is not None:
+            return {"episode": bound, "hooks": HOOKS_END}
         held = services.board.of_peer(caller.peer)
         if held is None:
             return Refusal("refused", f"peer {caller.peer} holds no episode; call majordomus_session_attach first, "
@@ -123,6 +141,9 @@ def detach(services: Services, caller: Caller, args: JsonObject) -> JsonObject |
         external_id = held["external_id"]
     episode = services.board.close(external_id, "detach")
     if episode is None:
+        bound = services.board.unbind(external_id=external_id)
+        if bound is not None:
+            return {"episode": bound, "hooks": HOOKS_END}
         return Refusal("not_found", f"no episode '{external_id}' on this server")
     handle = services.peers.find_handle(external_id)
     if handle is not None:  # a stateless peer is nothing but its handle: it leaves with its episode
@@ -172,7 +193,10 @@ CAPABILITIES: tuple[Capability, ...] = (
         description="Bind this connection to the episode of `external_id`: resume it when this server has it "
                     "(`resumed: true`), otherwise open it through `capture session --provider generic`. A "
                     "connection holds at most one episode; when it goes away the episode is detached, not closed, "
-                    "and can be resumed within `reattach_grace_seconds`.",
+                    "and can be resumed within `reattach_grace_seconds`. One sitting, one episode: when the "
+                    "client process that spawned this server ran a hook start here, the answer is that hook "
+                    "episode and nothing is opened; a client whose hooks are wired here but have no episode open "
+                    "for it gets no `episode`, and `hooks` says why.",
         input_schema={
             "type": "object",
             "properties": {"external_id": _EXTERNAL_ID},
@@ -185,8 +209,9 @@ CAPABILITIES: tuple[Capability, ...] = (
                 "episode": EPISODE_SCHEMA,
                 "resumed": {"type": "boolean"},
                 "reattach_grace_seconds": {"type": "integer", "minimum": 1},
+                "hooks": HOOKS,
             },
-            "required": ["episode", "resumed", "reattach_grace_seconds"],
+            "required": ["resumed", "reattach_grace_seconds"],
             "additionalProperties": False,
         },
         effect="repository_mutation",
@@ -215,7 +240,7 @@ CAPABILITIES: tuple[Capability, ...] = (
         },
         output_schema={
             "type": "object",
-            "properties": {"episode": EPISODE_SCHEMA},
+            "properties": {"episode": EPISODE_SCHEMA, "hooks": HOOKS},
             "required": ["episode"],
             "additionalProperties": False,
         },

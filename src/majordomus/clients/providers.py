@@ -107,6 +107,15 @@ class ResumeRow:
 
 
 @value
+class McpClientRow:
+    """The names a client gives itself in an MCP `initialize` (`clientInfo.name`): how an attach from a client
+    whose hooks record its episodes is recognised when no open episode names its process."""
+
+    names: tuple[str, ...]
+    evidence: str
+
+
+@value
 class Provider:
     name: str
     title: str
@@ -119,6 +128,7 @@ class Provider:
     prompt: PromptRow | None
     install: InstallRow | None
     resume: ResumeRow | None = None
+    mcp_client: McpClientRow | None = None
 
     def hooks_file(self) -> str | None:
         """Where install writes the hooks: the client's per-person file when it has one kept out of git, else
@@ -186,6 +196,8 @@ def _provider(name: str, raw: dict[str, Any]) -> Provider:
                          start_races=p.get("start_races") is True) if p else None,
         install=_install(raw.get("install")),
         resume=_resume(raw.get("resume")),
+        mcp_client=McpClientRow(names=_tuple(raw["mcp_client"], "names"), evidence=str(raw["mcp_client"].get(
+            "evidence", ""))) if isinstance(raw.get("mcp_client"), dict) else None,
     )
 
 
@@ -249,7 +261,32 @@ def problems(raw: dict[str, Any]) -> list[str]:
         found += _session_problems(name, body.get("session"))
         found += _install_problems(name, body)
         found += _resume_problems(name, body.get("resume"))
+        found += _mcp_client_problems(name, body.get("mcp_client"))
     return found
+
+
+def _mcp_client_problems(name: str, row: Any) -> list[str]:
+    """An mcp_client row names the client's `clientInfo.name` values, with the evidence that it says them."""
+    if row is None:
+        return []
+    if not isinstance(row, dict):
+        return [f"{name}: mcp_client is not a mapping"]
+    found = [f"{name}: mcp_client.{key} is not an mcp_client key" for key in row if key not in ("names", "evidence")]
+    names = row.get("names")
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        found.append(f"{name}: mcp_client.names must list the client's clientInfo names")
+    if len(str(row.get("evidence") or "").strip()) < 25:
+        found.append(f"{name}: mcp_client.evidence is empty or too short to be evidence")
+    return found
+
+
+def provider_of_mcp_client(client_name: str) -> Provider | None:
+    """The hook provider whose client says `client_name` in its MCP initialize, if one declares it."""
+    for name, raw in _shipped().items():
+        row = raw.get("mcp_client")
+        if isinstance(row, dict) and client_name in (row.get("names") or ()):
+            return get_provider(name)
+    return None
 
 
 def _session_problems(name: str, session: Any) -> list[str]:

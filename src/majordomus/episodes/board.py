@@ -16,11 +16,13 @@ from typing import Any, Literal, Protocol
 
 from majordomus.episodes.boundary import set_connection_state
 from majordomus.episodes.hook import SessionReport, run_payload
+from majordomus.episodes.sittings import HookSitting
 from majordomus.episodes.store import CONNECTION_PROVIDER, read_open
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import Layout
 
 CloseReason = Literal["detach", "expired", "shutdown"]
+Sittings = Callable[[str | None, str | None], HookSitting | None]  # (client process, client name) → its sitting
 State = Literal["open", "detached"]
 
 
@@ -98,6 +100,16 @@ class CaptureDriver:
 
 
 @dataclass
+class _Bound:
+    """A peer whose attach is a hook episode's sitting: the board answers with it and never writes to it."""
+
+    external_id: str
+    sitting: HookSitting
+    since: str
+    last_activity: float
+
+
+@dataclass
 class _Entry:
     external_id: str
     opened_at: str
@@ -119,14 +131,17 @@ class Board:
     episode per `external_id` without making a heartbeat wait for a disk.
     """
 
-    def __init__(self, driver: Driver, grace_seconds: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, driver: Driver, grace_seconds: int, clock: Callable[[], float] = time.monotonic,
+                 sittings: Sittings | None = None) -> None:
         self.driver = driver
+        self.sittings = sittings
         self.grace_seconds = grace_seconds
         self._clock = clock
         self._lock = threading.RLock()
         self._entries: dict[str, _Entry] = {}
         self._held: dict[str, str] = {}  # peer → external_id: a connection holds at most one episode
         self._key_locks: dict[str, threading.Lock] = {}
+        self._bound: dict[str, _Bound] = {}  # peer → the hook episode its attach named (one sitting, one episode)
 
     # -- views -------------------------------------------------------------------------------
 
@@ -139,6 +154,19 @@ class Board:
         view["attachments"] = entry.attachments
         view["state"] = entry.state
         view["repository"] = entry.repository
+        return view
+
+    def _bound_view(self, peer: str, bound: _Bound, now: float) -> dict[str, Any]:
+        sitting = bound.sitting
+        view: dict[str, Any] = {"external_id": bound.external_id, "provider": sitting.provider}
+        if sitting.session_id is not None:
+            view["session_id"] = sitting.session_id
+        view["peer"] = peer
+        view["opened_at"] = sitting.started_at or bound.since
+        view["last_activity_seconds_ago"] = max(0, int(now - bound.last_activity))
+        view["attachments"] = 1
+        view["state"] = "open"
+        view["repository"] = sitting.line
         return view
 
     def all(self) -> list[dict[str, Any]]:
@@ -154,6 +182,9 @@ class Board:
 
     def of_peer(self, peer: str) -> dict[str, Any] | None:
         with self._lock:
+            bound = self._bound.get(peer)
+            if bound is not None:
+                return self._bound_view(peer, bound, self._clock())
             key = self._held.get(peer)
             return None if key is None else self._view(self._entries[key], self._clock())
 
@@ -182,8 +213,43 @@ class Board:
                 held = entry.peer is not None
             self.driver.mark(external_id, held=held)
 
+    def attach_from(self, peer: str, external_id: str, *, client: str | None = None,
+                    client_name: str | None = None) -> tuple[dict[str, Any] | None, bool, str | None]:
+        """Attach `peer` to the episode of `external_id`: the hook episode of its sitting when evidence names one
+        (`client` is the process that spawned the peer, `client_name` what it calls itself), else resume it, or
+        open it through capture. Returns the episode (None when the client's hooks keep its episodes and none
+        is open for it), whether it was resumed, and the sentence saying the episode comes from hooks."""
+        sitting = self.sittings(client, client_name) if self.sittings is not None and (client or client_name) \
+            else None
+        if sitting is not None:
+            return self._bind(peer, external_id, sitting)
+        with self._lock:
+            self._bound.pop(peer, None)
+        view, resumed = self.attach(peer, external_id)
+        return view, resumed, None
+
+    def _bind(self, peer: str, external_id: str, sitting: HookSitting) -> tuple[dict[str, Any] | None, bool, str]:
+        """The attach is a hook sitting: release what the peer held, hold the hook episode (never write it)."""
+        released = None
+        with self._lock:
+            now = self._clock()
+            held = self._held.get(peer)
+            if held is not None:
+                self._release(held, now)
+                released = held
+            before = self._bound.pop(peer, None)  # naming the same episode again is a resume, not a new bind
+            resumed = before is not None and before.external_id == external_id \
+                and before.sitting.session_id == sitting.session_id
+            view = None
+            if sitting.session_id is not None:
+                bound = self._bound[peer] = _Bound(external_id, sitting, rfc3339(now_utc()), now)
+                view = self._bound_view(peer, bound, now)
+        if released is not None:
+            self._sync_mark(released)
+        return view, resumed, sitting.line
+
     def attach(self, peer: str, external_id: str) -> tuple[dict[str, Any], bool]:
-        """Attach `peer` to the episode of `external_id`: resume it, or open it through capture."""
+        """Attach `peer` to the connection episode of `external_id`: resume it, or open it through capture."""
         released = None
         opened: Opened | None = None
         with self._key_lock(external_id):
@@ -232,13 +298,29 @@ class Board:
     def touch(self, peer: str) -> None:
         """A heartbeat: in memory only, never a write."""
         with self._lock:
+            bound = self._bound.get(peer)
+            if bound is not None:
+                bound.last_activity = self._clock()
             key = self._held.get(peer)
             if key is not None:
                 self._entries[key].last_activity = self._clock()
 
+    def unbind(self, peer: str | None = None, external_id: str | None = None) -> dict[str, Any] | None:
+        """Let go of a hook sitting (by its peer, or by the external id its attach named): its view, else None.
+        Nothing is written: the client's own end closes a hook episode."""
+        with self._lock:
+            found = peer if peer in self._bound else next(
+                (p for p, b in self._bound.items() if external_id is not None and b.external_id == external_id), None)
+            if found is None:
+                return None
+            view = self._bound_view(found, self._bound.pop(found), self._clock())
+            view.pop("peer", None)
+            return view
+
     def detach(self, peer: str) -> list[str]:
         """The connection of `peer` is gone: its episode becomes detached, not closed."""
         with self._lock:
+            self._bound.pop(peer, None)  # a hook sitting's episode is the client's: nothing to detach
             key = self._held.get(peer)
             if key is None:
                 return []

@@ -110,13 +110,16 @@ class Drawn:
     started_at: str | None = None
 
 
-def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None) -> Drawn:
-    """Open the episode of a provider session, or keep the one open; `held_by` is the holding server's pid."""
+def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None, client: str | None = None) -> Drawn:
+    """Open the episode of a provider session, or keep the one open; `held_by` is the holding server's pid,
+    `client` the client process that ran the hook (how an attach from the same sitting finds this episode)."""
     assert b.provider_session is not None
     key = session_key(b.provider_session)
     with file_lock(_lock(layout, key)):
         existing = store.read_open_file(layout.open_file(key))
         if existing is not None:
+            if client is not None and existing.client != client:  # the same session, run by a new process
+                write_atomic(layout.open_file(key), replace(existing, client=client).to_bytes(), sync=False)
             return Drawn(f"session {existing.session_id} already open here since {existing.started_at}; kept",
                          session_id=existing.session_id, started_at=existing.started_at)
         moment = now_s()
@@ -129,7 +132,7 @@ def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None) ->
             owner=owner(), repository_id=repository_id(layout.root), worktree=str(layout.root),
             worktree_id=worktree_id(layout.root), branch=tree.branch, start_head=tree.head,
             start_working_tree=tree.working_tree, last_activity_at=at, held_by=held_by,
-            attachments=1 if held_by is not None else 0,
+            attachments=1 if held_by is not None else 0, client=client,
             extra=(("source", b.source),) if b.source else ())
         ensure_dir(layout.sessions_open)
         _write_context(layout, opened, tree.head)  # first: an open episode never lacks its working context

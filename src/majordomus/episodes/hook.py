@@ -19,7 +19,7 @@ from majordomus.episodes.boundary import (
     start_episode,
 )
 from majordomus.errors import MajordomusError, MissingError, UsageError
-from majordomus.identity import session_key
+from majordomus.identity import client_process, session_key
 from majordomus.layout import Layout
 from majordomus.redact import scrub
 from majordomus.values import value
@@ -104,7 +104,9 @@ def _draw(layout: Layout, prov: Provider, row: SessionRow, event: str, data: dic
 
             started = starting.mark(layout, boundary.provider_session)
             try:
-                drawn = start_episode(layout, boundary, held_by=held_by)
+                # a hook names the client process that ran it: an attach from that sitting finds this episode
+                client = client_process() if held_by is None else None
+                drawn = start_episode(layout, boundary, held_by=held_by, client=client)
             finally:
                 starting.clear(started)
             if drawn.opened and prov.offers.get("episode") == "hooks":
@@ -116,7 +118,8 @@ def _draw(layout: Layout, prov: Provider, row: SessionRow, event: str, data: dic
             outcome = "closed" if boundary.reason in row.deliberate else "interrupted"
             # a reason that is not deliberate after a completed turn cut nothing short (SPEC 4.1 `turn`)
             line = close_episode(layout, boundary.provider_session, boundary.reason, outcome, turn_rule=True,
-                                 turn_wired=(lambda: turn_hook_wired(layout, prov)) if "turn" in row.events else None)
+                                 turn_wired=(lambda: event_wired(layout, prov, "turn"))
+                                 if "turn" in row.events else None)
         elif event == "turn":
             status = first_scalar(data, row.turn_status_keys) if row.turn_status_keys else None
             line = end_turn(layout, boundary, completed=status is None or status in row.turn_completed,
@@ -137,14 +140,15 @@ def _draw(layout: Layout, prov: Provider, row: SessionRow, event: str, data: dic
 
 
 
-def turn_hook_wired(layout: Layout, prov: Provider) -> bool:
-    """The client's hook file (its per-person one, else its shared one) calls our end-of-turn hook: then a turn
-    left running at a deliberate end is evidence, not an install that predates the turn event."""
-    wanted = f"capture session --provider {prov.name} --event turn"
+def event_wired(layout: Layout, prov: Provider, event: str) -> bool:
+    """The client's hook file (its per-person one, else its shared one) calls our hook for `event`: a turn left
+    running at a deliberate end is then evidence, not an install that predates the turn event; an attach from a
+    client whose start is wired here comes from a hook sitting."""
+    wanted = f"capture session --provider {prov.name} --event {event}".encode()
     for rel in prov.hook_files():
         try:
             with open(layout.root / rel, "rb") as f:
-                if wanted.encode() in f.read(1024 * 1024):
+                if wanted in f.read(1024 * 1024):
                     return True
         except OSError:
             continue

@@ -68,6 +68,7 @@ class OpenFile:
     detached_at: str | None = None
     last_turn: str | None = None  # running from a captured prompt until the client's end-of-turn, then completed
     attachments: int = 0  # a connection episode's attachments across every server that held it
+    client: str | None = None  # `<pid>@<start ticks>` of the client process that ran a hook start
     extra: tuple[tuple[str, Any], ...] = ()  # members beside the fixed ones (`source`), kept in their order
 
     @property
@@ -95,6 +96,7 @@ class OpenFile:
                    detached_at=_text(members.get("detached_at")),
                    last_turn=_turn(members.get("last_turn")),
                    attachments=_count(members.get("attachments")),
+                   client=_text(members.get("client")),
                    extra=tuple((k, v) for k, v in members.items() if k not in OPEN_FIELDS))
 
 

@@ -2,7 +2,9 @@
 
 The bridge marks its requests `X-Majordomus-Bridge: 1`, so the server keeps one connection for it
 with stdio semantics (the process is the peer, whatever era its client speaks) and names it in
-`Mcp-Session-Id`. Every request carries the owner's token from the lease (`Authorization: Bearer …`).
+`Mcp-Session-Id`; `X-Majordomus-Client` names the client process that spawned this one (`<pid>@<start
+ticks>`), the evidence that ties an attach to the client's hook episode (SPEC §4.3). Every request
+carries the owner's token from the lease (`Authorization: Bearer …`).
 Stdlib only (http.client), so a bridging process starts fast.
 """
 
@@ -11,6 +13,8 @@ from __future__ import annotations
 import http.client
 import threading
 from urllib.parse import urlsplit
+
+from majordomus.identity import client_process
 
 
 class ServerGone(Exception):
@@ -32,6 +36,7 @@ class Bridge:
         self.session_id: str | None = None
         self._conn: http.client.HTTPConnection | None = None
         self._lock = threading.Lock()
+        self.client = client_process()
 
     def _request(self, method: str, body: bytes | None) -> tuple[int, bytes, str | None]:
         headers = {"X-Majordomus-Bridge": "1", "Accept": "application/json, text/event-stream",
@@ -39,6 +44,8 @@ class Bridge:
                    "Host": f"127.0.0.1:{self.port}" if self.host.startswith("127.") else f"localhost:{self.port}"}
         if body is not None:
             headers["Content-Type"] = "application/json"
+        if self.client is not None:
+            headers["X-Majordomus-Client"] = self.client
         if self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
         for attempt in (1, 2):  # a kept-alive connection the server closed fails once: reconnect and retry

@@ -63,6 +63,7 @@ class Connection:
     version: str | None = None  # the negotiated handshake-era version; None before initialize
     client: ClientInfo | None = None
     last_seen: float = field(default_factory=time.monotonic)
+    sitting: str | None = None  # the client process behind a stdio peer (its own, or a bridge's header)
 
 
 @dataclass(frozen=True)
@@ -219,7 +220,8 @@ class Core:
             return {"tools": self._tools}
         if method == "tools/call":
             assert conn.peer is not None
-            caller = Caller(via="mcp", peer=conn.peer, client=conn.client, era=conn.version, loopback=loopback)
+            caller = Caller(via="mcp", peer=conn.peer, client=conn.client, era=conn.version, loopback=loopback,
+                            sitting=conn.sitting)
             return self._call(params, caller)
         raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
@@ -276,7 +278,7 @@ class Core:
             # Stateless era on a connection (stdio, bridged stdio): the process is still the peer.
             conn.client = client or conn.client
             caller = Caller(via="mcp", peer=self._ensure_peer(conn, version), client=conn.client, era=version,
-                            loopback=loopback)
+                            loopback=loopback, sitting=conn.sitting)
         else:
             caller = Caller(via="mcp", stateless=True, client=client, era=version, loopback=loopback)
         if method == "server/discover":

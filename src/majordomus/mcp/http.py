@@ -275,6 +275,12 @@ def _is_modern(message: Any) -> bool:
     return isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
 
 
+def _is_process_name(text: str) -> bool:
+    """`<pid>@<start ticks>`, as a bridge names its client process."""
+    pid, at, ticks = text.partition("@")
+    return bool(at) and len(text) <= 41 and pid.isascii() and pid.isdigit() and ticks.isascii() and ticks.isdigit()
+
+
 def build_app(rt: Runtime) -> Starlette:
     """Every surface of one runtime."""
     registry = rt.registry
@@ -367,7 +373,12 @@ def build_app(rt: Runtime) -> Starlette:
             if rt.stopping:
                 return _rpc_error(request_id, RpcError(INVALID_REQUEST, "the shared server is stopping; "
                                                        "elect a new one", status=503))
-            conn = new = rt.open_session(bridged=bridged)
+            sitting = headers.get("x-majordomus-client") if bridged else None
+            if sitting is not None and not _is_process_name(sitting):
+                return _rpc_error(request_id, RpcError(INVALID_REQUEST, "X-Majordomus-Client names the bridged "
+                                                       "client's process as <pid>@<start ticks> (digits only); "
+                                                       "leave the header out when it cannot be read", status=400))
+            conn = new = rt.open_session(bridged=bridged, sitting=sitting)
         elif not modern and is_dict and "id" in message and "method" in message:
             return _rpc_error(request_id, RpcError(INVALID_REQUEST, "session_required: send initialize first and "
                                                    "echo its Mcp-Session-Id, or carry the protocol version in "

@@ -19,6 +19,8 @@ from majordomus.capabilities.catalogue import default_registry
 from majordomus.capabilities.peer_board import PeerBoard
 from majordomus.capabilities.registry import Registry, Services
 from majordomus.episodes.board import Board, CaptureDriver, CloseReason, Opened
+from majordomus.episodes.sittings import HookSitting, hook_sitting
+from majordomus.errors import MajordomusError
 from majordomus.layout import Layout
 from majordomus.mcp.core import Connection, Core
 from majordomus.mcp.lease import LeaseFile
@@ -105,7 +107,7 @@ class Runtime:
         self.on_stop = on_stop
         self.recovered = threading.Event()
         self._driver = _AfterRecovery(CaptureDriver(layout.root), self.recovered)
-        self.board = Board(self._driver, settings.grace_seconds)
+        self.board = Board(self._driver, settings.grace_seconds, sittings=self._sitting)
         self.peers = PeerBoard()
         self.services = Services(board=self.board, peers=self.peers)
         self.registry = registry or default_registry()
@@ -145,13 +147,23 @@ class Runtime:
         return self.url
 
     def own_connection(self) -> Connection:
-        self.own = Connection(transport="stdio")
+        from majordomus.identity import client_process
+
+        self.own = Connection(transport="stdio", sitting=client_process())
         return self.own
+
+    def _sitting(self, client: str | None, client_name: str | None) -> HookSitting | None:
+        """The hook episode an attach of this client comes from (SPEC §4.3: one sitting, one episode)."""
+        try:
+            return hook_sitting(self.layout, client, client_name)
+        except (OSError, MajordomusError) as exc:  # no evidence read: the attach opens its own episode
+            log(f"could not look for the sitting's hook episode ({exc}); the attach opens a connection episode")
+            return None
 
     # -- sessions --------------------------------------------------------------------------------
 
-    def open_session(self, *, bridged: bool) -> Connection:
-        conn = Connection(transport="stdio" if bridged else "http", bridged=bridged)
+    def open_session(self, *, bridged: bool, sitting: str | None = None) -> Connection:
+        conn = Connection(transport="stdio" if bridged else "http", bridged=bridged, sitting=sitting)
         with self._lock:
             self.sessions[conn.id] = conn
         return conn
@@ -243,9 +255,13 @@ class Runtime:
         # and the lease's removal come before anything that can wait; a mark races the start-up reap safely
         # (both go through the episode's file lock, and a reaped episode has no open file left to mark)
         self._driver.stopping.set()
-        if self.lease is not None:
-            self.lease.release()
+        releasing = None
+        if self.lease is not None:  # the lease's removal beside the marks, not after them: both are file renames
+            releasing = threading.Thread(target=self.lease.release, name="majordomus-lease-release")
+            releasing.start()
         self.board.close_all()
+        if releasing is not None:
+            releasing.join()
         self._stopped.set()
         self.recovered.wait(30)  # the start-up reap runs to its end even when the client left at once
         if self._http is not None:

@@ -1,0 +1,52 @@
+"""One sitting, one episode (SPEC §4.3): the hook episode an MCP attach comes from, found by evidence.
+
+A client with hooks that also runs our MCP server (its model following the server's instructions) must not get
+a second episode for the same sitting. The evidence is the process: each hook start writes the client process
+that ran it (`client: <pid>@<start ticks>`, past `sh -c`) into the open file, and a stdio server knows the
+process that spawned it the same way. When the two name the same process, the attach *is* that hook episode.
+Without that evidence, a client that names itself (`clientInfo.name`) as one whose hooks are wired here is told
+that its episodes come from its hooks. Never by nearness in time.
+"""
+
+from __future__ import annotations
+
+from majordomus.clients.providers import provider_of_mcp_client
+from majordomus.episodes import store
+from majordomus.episodes.hook import event_wired
+from majordomus.layout import Layout
+from majordomus.values import value
+
+
+@value
+class HookSitting:
+    """The hook episode of the attaching client's sitting, or (no `session_id`) the word that its hooks keep it."""
+
+    provider: str
+    line: str
+    session_id: str | None = None
+    started_at: str | None = None
+
+
+def hook_sitting(layout: Layout, client: str | None, client_name: str | None) -> HookSitting | None:
+    """The sitting of the client process `client` (`<pid>@<start ticks>`), or of a client that calls itself
+    `client_name`; None when it is no hook client of this worktree (the attach then opens a connection episode)."""
+    if client:
+        mine = [e.file for e in store.open_episodes(layout) if not e.file.is_connection and e.file.client == client]
+        if mine:
+            found = max(mine, key=lambda f: f.started_at or "")  # a /clear in one process: its newest session
+            return HookSitting(
+                provider=found.provider or "unknown", session_id=found.session_id, started_at=found.started_at,
+                line=f"this sitting is episode {found.session_id} of {found.provider}, open since "
+                     f"{found.started_at} and recorded by its hooks (the client process {client.split('@')[0]} "
+                     "that ran its start also runs this server); no second episode was opened, and the "
+                     "client's own end closes it")
+    prov = provider_of_mcp_client(client_name) if client_name else None
+    if prov is None or not event_wired(layout, prov, "start"):
+        return None
+    process = f" for this client process ({client.split('@')[0]})" if client else ""
+    return HookSitting(
+        provider=prov.name,
+        line=f"{prov.title} records its episodes through its hooks (wired in {', '.join(prov.hook_files())}); no "
+             f"hook episode is open{process}, so none was opened here either: if its hooks do not run, "
+             "`majordomus capture status` says why")
+
