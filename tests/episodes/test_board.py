@@ -17,7 +17,7 @@ class FakeDriver:
     calls: list[tuple[str, ...]] = field(default_factory=list)
     fresh: bool = True  # False: capture keeps an episode a previous server left open
 
-    def open(self, external_id: str) -> Opened:
+    def open(self, external_id: str, **_: object) -> Opened:
         self.calls.append(("open", external_id))
         if self.fresh:
             return Opened(f"session s-1 opened for {external_id}", held=True, started_at="2026-12-02T09:00:00Z")
@@ -28,7 +28,7 @@ class FakeDriver:
         self.calls.append(("close", external_id, reason))
         return f"episode closed ({'closed' if reason == 'detach' else 'interrupted'}, reason {reason})"
 
-    def mark(self, external_id: str, *, held: bool, attachments: int | None = None) -> None:
+    def mark(self, external_id: str, *, held: bool, attachments: int | None = None, **_: object) -> None:
         self.calls.append(("mark", external_id, "held" if held else "detached"))
 
 

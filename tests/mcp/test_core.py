@@ -19,13 +19,13 @@ META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontex
 
 
 class Driver:
-    def open(self, external_id: str) -> Opened:
+    def open(self, external_id: str, **_: object) -> Opened:
         return Opened(f"session s-1 opened ({external_id})", held=True)
 
     def close(self, external_id: str, reason: str) -> str:
         return f"episode closed (closed, reason {reason})"
 
-    def mark(self, external_id: str, *, held: bool) -> None:
+    def mark(self, external_id: str, *, held: bool, **_: object) -> None:
         return None
 
 

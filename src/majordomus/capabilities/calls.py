@@ -58,3 +58,5 @@ class Caller:
     era: str | None = None
     loopback: bool = True
     sitting: str | None = None  # `<pid>@<start ticks>` of the client process that spawned a stdio peer
+    bridge: int | None = None  # the pid of the bridge a bridged stdio peer speaks through
+    replay: bool = False  # a bridge replaying its client's attach after failover: resume, never open

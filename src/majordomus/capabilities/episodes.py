@@ -111,7 +111,11 @@ def attach(services: Services, caller: Caller, args: JsonObject) -> JsonObject |
     else:
         return Refusal("refused", ATTACH_OVER_HTTP)
     episode, resumed, hooks = services.board.attach_from(
-        peer_id, external_id, client=caller.sitting, client_name=caller.client.name if caller.client else None)
+        peer_id, external_id, client=caller.sitting, client_name=caller.client.name if caller.client else None,
+        bridge=caller.bridge, replay=caller.replay)
+    if episode is None and hooks is None:  # only a replay finds nothing: its episode was closed meanwhile
+        return Refusal("not_found", f"the episode of {external_id!r} is no longer open; a replayed attach opens "
+                                    "none (attach again to open a new one)")
     result: JsonObject = {"resumed": resumed, "reattach_grace_seconds": services.board.grace_seconds}
     if episode is not None:
         result = {"episode": episode, **result}

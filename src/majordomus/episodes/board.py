@@ -36,20 +36,22 @@ class Opened:
     kept: bool = False  # the episode was open already (a killed or stopped server's): a resume, not an open
     started_at: str | None = None  # the episode's own start, when capture named it
     attachments: int = 0  # what the open file counted before this attach
+    gone: bool = False  # a resume-only attach (a bridge's replay) found no open episode, and opened none
 
 
 class Driver(Protocol):
     """The board's one way into the episode record: `capture session --provider generic`."""
 
-    def open(self, external_id: str) -> Opened:
-        """Open (or keep) the episode of `external_id`."""
+    def open(self, external_id: str, *, resume_only: bool = False) -> Opened:
+        """Open (or keep) the episode of `external_id`; with `resume_only`, keep it or say it is gone."""
 
     def close(self, external_id: str, reason: CloseReason) -> str:
         """End the episode of `external_id`; the report line, verbatim."""
 
-    def mark(self, external_id: str, *, held: bool, attachments: int | None = None) -> None:
-        """Record in the open file who holds the episode now (and its attachment count), or when it was
-        detached."""
+    def mark(self, external_id: str, *, held: bool, attachments: int | None = None, bridge: int | None = None
+             ) -> None:
+        """Record in the open file who holds the episode now (and its attachment count, and the bridge its
+        client speaks through), or when it was detached."""
 
 
 class CaptureDriver:
@@ -70,7 +72,10 @@ class CaptureDriver:
             return f"`capture session --event {event}` exited {report.exit_code} and said nothing"
         return report
 
-    def open(self, external_id: str) -> Opened:
+    def open(self, external_id: str, *, resume_only: bool = False) -> Opened:
+        if resume_only and read_open(Layout(self.root), external_id) is None:
+            return Opened(f"the episode of {external_id!r} is no longer open; a replayed attach opens none",
+                          gone=True)
         report = self._run("start", {"session_id": external_id, "source": "attach"}, held_by=os.getpid())
         if isinstance(report, str):
             return Opened(report)
@@ -87,11 +92,12 @@ class CaptureDriver:
         report = self._run("end", {"session_id": external_id, "reason": reason})
         return report if isinstance(report, str) else report.line.strip()
 
-    def mark(self, external_id: str, *, held: bool, attachments: int | None = None) -> None:
+    def mark(self, external_id: str, *, held: bool, attachments: int | None = None, bridge: int | None = None
+             ) -> None:
         try:  # set_connection_state writes nothing where there is no layer
             if held:
                 set_connection_state(self.root, external_id, held_by=os.getpid(), detached_at=None,
-                                     attachments=attachments)
+                                     attachments=attachments, bridge=bridge)
             else:  # a detach races the client's kill (SIGKILL 3 ms after SIGTERM): no fsync, the rename is enough
                 set_connection_state(self.root, external_id, held_by=None, detached_at=rfc3339(now_utc()),
                                      sync=False)
@@ -118,6 +124,7 @@ class _Entry:
     last_activity: float
     peer: str | None
     detached_since: float | None
+    bridge: int | None = None  # the bridge process the holding peer speaks through
 
     @property
     def state(self) -> State:
@@ -210,23 +217,34 @@ class Board:
                 entry = self._entries.get(external_id)
                 if entry is None:
                     return
-                held = entry.peer is not None
-            self.driver.mark(external_id, held=held)
+                held, bridge = entry.peer is not None, entry.bridge
+            self.driver.mark(external_id, held=held, **({"bridge": bridge} if held and bridge else {}))
 
-    def attach_from(self, peer: str, external_id: str, *, client: str | None = None,
-                    client_name: str | None = None) -> tuple[dict[str, Any] | None, bool, str | None]:
+    def attach_from(self, peer: str, external_id: str, *, client: str | None = None, client_name: str | None = None,
+                    bridge: int | None = None, replay: bool = False
+                    ) -> tuple[dict[str, Any] | None, bool, str | None]:
         """Attach `peer` to the episode of `external_id`: the hook episode of its sitting when evidence names one
         (`client` is the process that spawned the peer, `client_name` what it calls itself), else resume it, or
-        open it through capture. Returns the episode (None when the client's hooks keep its episodes and none
-        is open for it), whether it was resumed, and the sentence saying the episode comes from hooks."""
+        open it through capture (a `replay` only resumes: it never opens what its client had not attached).
+        Returns the episode (None when the client's hooks keep its episodes and none is open for it, or a
+        replay found it gone), whether it was resumed, and the sentence saying the episode comes from hooks."""
         sitting = self.sittings(client, client_name) if self.sittings is not None and (client or client_name) \
             else None
         if sitting is not None:
             return self._bind(peer, external_id, sitting)
         with self._lock:
             self._bound.pop(peer, None)
-        view, resumed = self.attach(peer, external_id)
+        if replay:
+            return self.resume(peer, external_id, bridge=bridge)
+        view, resumed = self.attach(peer, external_id, bridge=bridge)
         return view, resumed, None
+
+    def resume(self, peer: str, external_id: str, *, bridge: int | None = None
+               ) -> tuple[dict[str, Any] | None, bool, str | None]:
+        """A bridge's replay after failover: resume the episode its client holds, or, when it was closed
+        meanwhile, say so and open nothing."""
+        done = self._attach(peer, external_id, bridge=bridge, resume_only=True)
+        return (None, False, None) if done is None else (done[0], done[1], None)
 
     def _bind(self, peer: str, external_id: str, sitting: HookSitting) -> tuple[dict[str, Any] | None, bool, str]:
         """The attach is a hook sitting: release what the peer held, hold the hook episode (never write it)."""
@@ -248,10 +266,18 @@ class Board:
             self._sync_mark(released)
         return view, resumed, sitting.line
 
-    def attach(self, peer: str, external_id: str) -> tuple[dict[str, Any], bool]:
-        """Attach `peer` to the connection episode of `external_id`: resume it, or open it through capture."""
+    def attach(self, peer: str, external_id: str, *, bridge: int | None = None) -> tuple[dict[str, Any], bool]:
+        """Attach `peer` to the connection episode of `external_id`: resume it, or open it through capture.
+        `bridge` is the pid of the bridge process the peer speaks through, if it does."""
+        done = self._attach(peer, external_id, bridge=bridge, resume_only=False)
+        assert done is not None  # only a resume-only attach finds nothing
+        return done
+
+    def _attach(self, peer: str, external_id: str, *, bridge: int | None, resume_only: bool
+                ) -> tuple[dict[str, Any], bool] | None:
         released = None
         opened: Opened | None = None
+        view: dict[str, Any] | None = None
         with self._key_lock(external_id):
             with self._lock:
                 now = self._clock()
@@ -270,30 +296,37 @@ class Board:
                     entry.attachments += 1
                     entry.detached_since = None
                     entry.last_activity = now
+                    entry.bridge = bridge
                     self._held[peer] = external_id
                     resumed = True
             if entry is None:
-                opened = self.driver.open(external_id)  # outside `_lock`: capture may take a while
+                # outside `_lock`: capture may take a while
+                opened = self.driver.open(external_id, resume_only=True) if resume_only else self.driver.open(
+                    external_id)
+                if not opened.gone:  # a replay of an episode closed meanwhile opens nothing and holds nothing
+                    with self._lock:
+                        now = self._clock()
+                        # a kept episode is what it is: its own start, one more attachment than the file counted
+                        entry = _Entry(external_id=external_id, opened_at=opened.started_at or rfc3339(now_utc()),
+                                       repository=opened.line, attachments=max(opened.attachments, 1) + 1
+                                       if opened.kept else 1, last_activity=now, peer=peer, detached_since=None,
+                                       bridge=bridge)
+                        self._entries[external_id] = entry
+                        stale = self._held.get(peer)
+                        if stale is not None and stale != external_id:  # it attached elsewhere meanwhile
+                            self._release(stale, now)
+                            released = stale
+                        self._held[peer] = external_id
+                        resumed = opened.kept
+            if entry is not None:
+                if opened is None or not opened.held or bridge is not None:  # a fresh open wrote its holder
+                    self.driver.mark(external_id, held=True, attachments=entry.attachments,
+                                     **({"bridge": bridge} if bridge is not None else {}))
                 with self._lock:
-                    now = self._clock()
-                    # a kept episode is what it is: its own start, one more attachment than the file counted
-                    entry = _Entry(external_id=external_id, opened_at=opened.started_at or rfc3339(now_utc()),
-                                   repository=opened.line, attachments=max(opened.attachments, 1) + 1
-                                   if opened.kept else 1, last_activity=now, peer=peer, detached_since=None)
-                    self._entries[external_id] = entry
-                    stale = self._held.get(peer)
-                    if stale is not None and stale != external_id:  # it attached elsewhere meanwhile
-                        self._release(stale, now)
-                        released = stale
-                    self._held[peer] = external_id
-                    resumed = opened.kept
-            if opened is None or not opened.held:  # a fresh open wrote its holder already: no second write
-                self.driver.mark(external_id, held=True, attachments=entry.attachments)
-            with self._lock:
-                view = self._view(entry, self._clock())
+                    view = self._view(entry, self._clock())
         if released is not None:
             self._sync_mark(released)
-        return view, resumed
+        return None if view is None else (view, resumed)
 
     def touch(self, peer: str) -> None:
         """A heartbeat: in memory only, never a write."""

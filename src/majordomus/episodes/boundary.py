@@ -362,13 +362,14 @@ def update_open(layout: Layout, provider_session: str, *, sync: bool = True, **c
 
 
 def set_connection_state(root: Path, external_id: str, *, held_by: int | None, detached_at: str | None,
-                         attachments: int | None = None, sync: bool = True) -> bool:
-    """The board's note in the open file: which server holds the episode, since when it is detached, and how
-    many attachments it has had across servers."""
+                         attachments: int | None = None, bridge: int | None = None, sync: bool = True) -> bool:
+    """The board's note in the open file: which server holds the episode (and through which bridge, whose life
+    keeps it held when that server is killed), since when it is detached, and how many attachments it has had
+    across servers."""
     layout = Layout(root)
     if not layout.is_initialised():
         return False  # no layer, no open files: never create one as a side effect
-    changes: dict[str, Any] = {"held_by": held_by, "detached_at": detached_at}
+    changes: dict[str, Any] = {"held_by": held_by, "detached_at": detached_at, "bridge": bridge}
     if attachments is not None:
         changes["attachments"] = attachments
     return update_open(layout, external_id, sync=sync, **changes)

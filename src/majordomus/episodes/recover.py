@@ -25,11 +25,12 @@ def classify(opened: store.OpenFile, now: datetime, *, stale_after: timedelta, g
     """What an open episode is now — the one rule recover acts on and doctor reports.
 
     A hook episode is `live` until idle past `stale_after`, then `stale`. A connection episode is `held`
-    while a live server holds it; else `orphaned` (its server was killed before marking it), `detached`
+    while a live server holds it, or the live bridge its client speaks through (a killed server's bridges
+    elect a new one and resume it); else `orphaned` (its server was killed before marking it), `detached`
     within the grace, `expired` past it.
     """
     if opened.is_connection:
-        if is_live_majordomus(opened.held_by):
+        if is_live_majordomus(opened.held_by) or is_live_majordomus(opened.bridge):
             return "held"
         detached = parse_rfc3339(str(opened.detached_at))
         if detached is None:

@@ -42,6 +42,11 @@ def _count(found: Any) -> int:
 TURN_STATES = ("completed", "running", "none")
 
 
+def _pid(found: Any) -> int | None:
+    """A pid as written by the board; anything else (an edit, a boolean) reads as absent."""
+    return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else None
+
+
 def _turn(found: Any) -> str | None:
     """A turn state as written by capture; anything else (an edit, an old file) reads as absent."""
     return found if isinstance(found, str) and found in TURN_STATES else None
@@ -69,6 +74,7 @@ class OpenFile:
     last_turn: str | None = None  # running from a captured prompt until the client's end-of-turn, then completed
     attachments: int = 0  # a connection episode's attachments across every server that held it
     client: str | None = None  # `<pid>@<start ticks>` of the client process that ran a hook start
+    bridge: int | None = None  # the pid of the bridge whose client holds a connection episode through a server
     extra: tuple[tuple[str, Any], ...] = ()  # members beside the fixed ones (`source`), kept in their order
 
     @property
@@ -89,14 +95,14 @@ class OpenFile:
         sid = members.get("session_id")
         if not isinstance(sid, str) or not sid:
             return None
-        held = members.get("held_by")
         return cls(session_id=sid, **{k: _text(members.get(k)) for k in OPEN_FIELDS[1:12]},
                    compactions=_count(members.get("compactions")),
-                   held_by=held if isinstance(held, int) and not isinstance(held, bool) else None,
+                   held_by=_pid(members.get("held_by")),
                    detached_at=_text(members.get("detached_at")),
                    last_turn=_turn(members.get("last_turn")),
                    attachments=_count(members.get("attachments")),
                    client=_text(members.get("client")),
+                   bridge=_pid(members.get("bridge")),
                    extra=tuple((k, v) for k, v in members.items() if k not in OPEN_FIELDS))
 
 

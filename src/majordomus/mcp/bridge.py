@@ -11,6 +11,7 @@ Stdlib only (http.client), so a bridging process starts fast.
 from __future__ import annotations
 
 import http.client
+import os
 import threading
 from urllib.parse import urlsplit
 
@@ -38,14 +39,17 @@ class Bridge:
         self._lock = threading.Lock()
         self.client = client_process()
 
-    def _request(self, method: str, body: bytes | None) -> tuple[int, bytes, str | None]:
-        headers = {"X-Majordomus-Bridge": "1", "Accept": "application/json, text/event-stream",
+    def _request(self, method: str, body: bytes | None, replay: bool = False) -> tuple[int, bytes, str | None]:
+        headers = {"X-Majordomus-Bridge": "1", "X-Majordomus-Bridge-Pid": str(os.getpid()),
+                   "Accept": "application/json, text/event-stream",
                    "Authorization": self._auth,
                    "Host": f"127.0.0.1:{self.port}" if self.host.startswith("127.") else f"localhost:{self.port}"}
         if body is not None:
             headers["Content-Type"] = "application/json"
         if self.client is not None:
             headers["X-Majordomus-Client"] = self.client
+        if replay:
+            headers["X-Majordomus-Replay"] = "1"
         if self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
         for attempt in (1, 2):  # a kept-alive connection the server closed fails once: reconnect and retry
@@ -64,10 +68,11 @@ class Bridge:
                     raise ServerGone(self.url) from None
         raise ServerGone(self.url)  # pragma: no cover
 
-    def send(self, frame: bytes) -> bytes | None:
-        """Relay one frame; its answer frame, or None for a notification."""
+    def send(self, frame: bytes, *, replay: bool = False) -> bytes | None:
+        """Relay one frame (`replay`: its client's own frame again, after failover); its answer frame, or None
+        for a notification."""
         with self._lock:
-            status, data, session = self._request("POST", frame)
+            status, data, session = self._request("POST", frame, replay)
             if status in (503, 401):  # stopping, or another server now answers here with its own token
                 raise ServerGone(self.url)
             if status == 404 and self.session_id:

@@ -64,6 +64,8 @@ class Connection:
     client: ClientInfo | None = None
     last_seen: float = field(default_factory=time.monotonic)
     sitting: str | None = None  # the client process behind a stdio peer (its own, or a bridge's header)
+    bridge_pid: int | None = None  # a bridged connection's bridge process
+    replaying: bool = False  # set while a bridge's (or this process's) replay after failover is handled
 
 
 @dataclass(frozen=True)
@@ -221,7 +223,7 @@ class Core:
         if method == "tools/call":
             assert conn.peer is not None
             caller = Caller(via="mcp", peer=conn.peer, client=conn.client, era=conn.version, loopback=loopback,
-                            sitting=conn.sitting)
+                            sitting=conn.sitting, bridge=conn.bridge_pid, replay=conn.replaying)
             return self._call(params, caller)
         raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
@@ -278,7 +280,8 @@ class Core:
             # Stateless era on a connection (stdio, bridged stdio): the process is still the peer.
             conn.client = client or conn.client
             caller = Caller(via="mcp", peer=self._ensure_peer(conn, version), client=conn.client, era=version,
-                            loopback=loopback, sitting=conn.sitting)
+                            loopback=loopback, sitting=conn.sitting, bridge=conn.bridge_pid,
+                            replay=conn.replaying)
         else:
             caller = Caller(via="mcp", stateless=True, client=client, era=version, loopback=loopback)
         if method == "server/discover":

@@ -378,7 +378,14 @@ def build_app(rt: Runtime) -> Starlette:
                 return _rpc_error(request_id, RpcError(INVALID_REQUEST, "X-Majordomus-Client names the bridged "
                                                        "client's process as <pid>@<start ticks> (digits only); "
                                                        "leave the header out when it cannot be read", status=400))
-            conn = new = rt.open_session(bridged=bridged, sitting=sitting)
+            bridge_pid = headers.get("x-majordomus-bridge-pid") if bridged else None
+            if bridge_pid is not None and not (bridge_pid.isascii() and bridge_pid.isdigit() and len(bridge_pid) <= 10
+                                               and int(bridge_pid) > 0):
+                return _rpc_error(request_id, RpcError(INVALID_REQUEST, "X-Majordomus-Bridge-Pid names the bridge "
+                                                       "process by its pid (digits only); leave the header out "
+                                                       "when it is not a bridge", status=400))
+            conn = new = rt.open_session(bridged=bridged, sitting=sitting,
+                                         bridge_pid=int(bridge_pid) if bridge_pid else None)
         elif not modern and is_dict and "id" in message and "method" in message:
             return _rpc_error(request_id, RpcError(INVALID_REQUEST, "session_required: send initialize first and "
                                                    "echo its Mcp-Session-Id, or carry the protocol version in "
@@ -390,11 +397,20 @@ def build_app(rt: Runtime) -> Starlette:
                                                        "is not one this server speaks", status=400))
         check = None if conn is not None and conn.bridged else headers
         loopback = _loopback(request)
-        if is_dict and message.get("method") == "tools/call" and _is_command(message):
-            reply = await anyio.to_thread.run_sync(lambda: rt.core.handle(message, conn, headers=check,
-                                                                          loopback=loopback))
-        else:
-            reply = rt.core.handle(message, conn, headers=check, loopback=loopback)
+        replaying = conn is not None and conn.bridged and headers.get("x-majordomus-replay") == "1"
+        if replaying:
+            assert conn is not None
+            conn.replaying = True  # a bridge's frames come one at a time: this one is its replay after failover
+        try:
+            if is_dict and message.get("method") == "tools/call" and _is_command(message):
+                reply = await anyio.to_thread.run_sync(lambda: rt.core.handle(message, conn, headers=check,
+                                                                              loopback=loopback))
+            else:
+                reply = rt.core.handle(message, conn, headers=check, loopback=loopback)
+        finally:
+            if replaying:
+                assert conn is not None
+                conn.replaying = False
         if new is not None and not bridged and (reply.body is None or "error" in reply.body):
             rt.end_session(new.id, "failed initialize")
             new = None

@@ -82,18 +82,19 @@ class _AfterRecovery:
         self.ready = ready
         self.stopping = threading.Event()  # set at stop: a detach mark no longer waits for the reap
 
-    def open(self, external_id: str) -> Opened:
+    def open(self, external_id: str, *, resume_only: bool = False) -> Opened:
         self.ready.wait(30)
-        return self.driver.open(external_id)
+        return self.driver.open(external_id, resume_only=resume_only)
 
     def close(self, external_id: str, reason: CloseReason) -> str:
         self.ready.wait(30)
         return self.driver.close(external_id, reason)
 
-    def mark(self, external_id: str, *, held: bool, attachments: int | None = None) -> None:
+    def mark(self, external_id: str, *, held: bool, attachments: int | None = None, bridge: int | None = None
+             ) -> None:
         if not self.stopping.is_set():
             self.ready.wait(30)
-        self.driver.mark(external_id, held=held, attachments=attachments)
+        self.driver.mark(external_id, held=held, attachments=attachments, bridge=bridge)
 
 
 class Runtime:
@@ -162,8 +163,10 @@ class Runtime:
 
     # -- sessions --------------------------------------------------------------------------------
 
-    def open_session(self, *, bridged: bool, sitting: str | None = None) -> Connection:
-        conn = Connection(transport="stdio" if bridged else "http", bridged=bridged, sitting=sitting)
+    def open_session(self, *, bridged: bool, sitting: str | None = None, bridge_pid: int | None = None
+                     ) -> Connection:
+        conn = Connection(transport="stdio" if bridged else "http", bridged=bridged, sitting=sitting,
+                          bridge_pid=bridge_pid)
         with self._lock:
             self.sessions[conn.id] = conn
         return conn

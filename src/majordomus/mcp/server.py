@@ -178,8 +178,10 @@ class StdioClient:
 
     def handle(self, frame: bytes) -> None:
         with self._lock:
-            self._remember(frame)
             out = self._relay(frame)
+            # after the relay: a frame that meets a dead server is relayed after the replay of what came before
+            # it (a detach must find its episode resumed first), so it is remembered only once it has gone through
+            self._remember(frame)
         if out is not None and not self.writer.write(out):
             self.eof()  # a broken pipe on stdout ends the session like EOF
 
@@ -225,10 +227,15 @@ class StdioClient:
                               if self.saved_initialize else None, self.saved_attach) if f]
         for frame in frames:
             if self.runtime is not None:
-                assert self.runtime.own is not None
-                self.runtime.core.handle_bytes(frame, self.runtime.own)
+                own = self.runtime.own
+                assert own is not None
+                own.replaying = True  # a replayed attach resumes its episode and never opens one
+                try:
+                    self.runtime.core.handle_bytes(frame, own)
+                finally:
+                    own.replaying = False
             elif self.bridge is not None:
-                self.bridge.send(frame)
+                self.bridge.send(frame, replay=True)
 
     def _keepalive(self) -> None:
         interval = max(0.2, self.settings.http_idle_seconds / 3)

@@ -1,0 +1,118 @@
+"""Issue 9 item 3: when the lease holder is killed (`kill -9`) while clients are bridged to it, a bridged client
+notices nothing.
+
+1. A holder serves; two clients bridge to it and attach their episodes; 2. the holder is killed -9; 3. one
+bridge speaks first and becomes the server (its start-up reap runs with a 1 s grace); 4. the other bridge stays
+silent past the grace; 5. then it detaches on purpose. Result: its episode was never reaped while its bridge
+lived, it ends `closed` (the client closed it on purpose), one record per sitting, and no replay opened an
+episode that its client had not attached.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from mcp_support import OPEN, McpProcess, call, initialize, open_file, set_policy, structured
+from support import MAJORDOMUS, records
+
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+# keepalives every 20 s: the silent bridge says nothing for the whole test unless its client speaks
+QUIET = {"MAJORDOMUS_HTTP_IDLE_SECONDS": "60", "MAJORDOMUS_REAP_INTERVAL_SECONDS": "0.2"}
+
+
+def bridged(repo: Path, name: str, external_id: str) -> McpProcess:
+    client = McpProcess(repo, env=QUIET)
+    client.request(initialize(name))
+    client.send(INITIALIZED)
+    structured(client.request(call(2, "majordomus_session_attach", {"external_id": external_id})))
+    client.wait_stderr("bridging this stdio session to it")
+    return client
+
+
+def by_session(repo: Path) -> list[tuple[str, str, str]]:
+    """(file name, outcome, end reason) of every closed record."""
+    rows = []
+    for path, record in records(repo).items():
+        rows.append((path, record["outcome"], record["end_reason"]))
+    return rows
+
+
+def test_a_silent_bridge_keeps_its_episode_through_failover_and_closes_it_on_purpose(initialised_repo: Path
+                                                                                    ) -> None:
+    set_policy(initialised_repo, episodes__reattach_grace_seconds=1)
+    with McpProcess(initialised_repo, "--http-port", "0", env=QUIET) as holder:
+        holder.url()
+        holder.request(initialize("holder"))
+        first, silent = bridged(initialised_repo, "first", "ep-first"), bridged(initialised_repo, "silent", "ep-silent")
+        try:
+            os.kill(holder.proc.pid, signal.SIGKILL)
+            holder.proc.wait(timeout=10)
+            listing = structured(first.request(call(3, "majordomus_episodes"), timeout=30))
+            assert listing["mine"]["external_id"] == "ep-first"
+            first.wait_stderr("re-attached to the shared server (this process serves it now)")
+            time.sleep(3.0)  # three graces and a dozen reaper ticks: the silent bridge still lives
+            recovered = subprocess.run([str(MAJORDOMUS), "capture", "recover"], cwd=initialised_repo,
+                                       capture_output=True, timeout=60)  # what any hook start runs too
+            assert recovered.returncode == 0, recovered.stderr
+            assert open_file(initialised_repo, "ep-silent") is not None, by_session(initialised_repo)
+            answer = silent.request(call(3, "majordomus_session_detach", {}), timeout=30)
+            closed = structured(answer)
+            assert closed["episode"]["external_id"] == "ep-silent"
+            assert "closed" in closed["episode"]["repository"]
+            assert "re-attached to the shared server at" in silent.stderr
+            closed = structured(first.request(call(4, "majordomus_session_detach", {}), timeout=30))
+            assert closed["episode"]["external_id"] == "ep-first"
+        finally:
+            for client in (first, silent):
+                client.kill()
+    rows = by_session(initialised_repo)
+    assert sorted((outcome, reason) for _, outcome, reason in rows) == [("closed", "detach"), ("closed", "detach")]
+    assert list((initialised_repo / OPEN).glob("*.yaml")) == []
+
+
+def test_a_replay_never_opens_an_episode_its_client_did_not_attach(initialised_repo: Path) -> None:
+    """The silent bridge's episode is closed meanwhile (its end is drawn through `capture session`, as any
+    caller may): its replayed attach must not open a second episode for the sitting."""
+    with McpProcess(initialised_repo, "--http-port", "0", env=QUIET) as holder:
+        holder.url()
+        holder.request(initialize("holder"))
+        first, silent = bridged(initialised_repo, "first", "ep-first"), bridged(initialised_repo, "silent", "ep-gone")
+        try:
+            os.kill(holder.proc.pid, signal.SIGKILL)
+            holder.proc.wait(timeout=10)
+            structured(first.request(call(3, "majordomus_episodes"), timeout=30))
+            ended = subprocess.run([str(MAJORDOMUS), "capture", "session", "--provider", "generic", "--event", "end"],
+                                   cwd=initialised_repo, input=b'{"session_id": "ep-gone", "reason": "detach"}',
+                                   capture_output=True, timeout=60)
+            assert ended.returncode == 0, ended.stderr
+            assert open_file(initialised_repo, "ep-gone") is None
+            answer = silent.request(call(3, "majordomus_episodes"), timeout=30)
+            assert "re-attached to the shared server at" in silent.stderr
+            assert "mine" not in structured(answer)  # it holds nothing now, and nothing was opened for it
+            assert open_file(initialised_repo, "ep-gone") is None
+        finally:
+            for client in (first, silent):
+                client.kill()
+    assert len(by_session(initialised_repo)) == 1
+
+
+@pytest.mark.parametrize("header", ["x", "12a", "-4", "9" * 12, "0"])
+def test_a_malformed_bridge_pid_header_is_refused_with_a_sentence(initialised_repo: Path, header: str) -> None:
+    import httpx
+
+    from mcp_support import auth
+
+    with McpProcess(initialised_repo, "--http-port", "0") as server:
+        url = server.url()
+        response = httpx.post(f"{url}/mcp", json=initialize("bridge"), timeout=10,
+                              headers={**auth(initialised_repo), "X-Majordomus-Bridge": "1",
+                                       "X-Majordomus-Bridge-Pid": header, "Accept": "application/json"})
+        assert response.status_code == 400
+        assert "X-Majordomus-Bridge-Pid" in response.json()["error"]["message"]
+
