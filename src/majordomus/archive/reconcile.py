@@ -31,6 +31,12 @@ class Window:
     tier: rec.Link
 
     def contains(self, moment: datetime, now: datetime) -> bool:
+        """Strictly inside, on the evidence of time alone: timestamps are to the second, so a moment in the very
+        second the episode opened or closed cannot be ordered against that boundary (SPEC 5.4)."""
+        return self.opened < moment and (moment < self.closed if self.closed is not None else moment <= now)
+
+    def touches(self, moment: datetime, now: datetime) -> bool:
+        """Inside or in a boundary's second: the windows a moment could belong to."""
         return self.opened <= moment <= (self.closed or now)
 
 
@@ -126,9 +132,11 @@ def plan(layout: Layout, entries: list[Entry], ev: Evidence, now: datetime) -> R
         decided[i] = None
         if not ps or moment is None or ps not in ev.by_session:
             continue
-        hits = [w for w in ev.by_session[ps] if w.contains(moment, now) and (w.provider in (None, r.provider))]
-        if len(hits) == 1:  # two windows holding one moment: refuse to choose
-            decided[i] = (hits[0].session_id, hits[0].tier)
+        near = [w for w in ev.by_session[ps] if w.touches(moment, now) and (w.provider in (None, r.provider))]
+        # two windows that could hold one moment: refuse to choose; one whose boundary shares the moment's second
+        # orders nothing (an `orphan` said no episode was open then, and a touching window never contradicts it)
+        if len(near) == 1 and near[0].contains(moment, now):
+            decided[i] = (near[0].session_id, near[0].tier)
     # tier 3: the whole span of a provider session inside exactly one unclaimed closed episode
     proposals: dict[str, str] = {}
     for ps, indexes in spans.items():
@@ -141,10 +149,10 @@ def plan(layout: Layout, entries: list[Entry], ev: Evidence, now: datetime) -> R
             continue
         first, last = min(moments), max(moments)  # type: ignore[type-var]
         provider = providers.pop()
-        hits = [w for w in ev.closed if w.opened <= first and last <= (w.closed or now)  # type: ignore[operator]
+        near = [w for w in ev.closed if w.touches(first, now) and w.touches(last, now)  # type: ignore[arg-type]
                 and w.provider in (None, provider)]
-        if len(hits) == 1:
-            proposals[ps] = hits[0].session_id
+        if len(near) == 1 and near[0].contains(first, now) and near[0].contains(last, now):  # type: ignore[arg-type]
+            proposals[ps] = near[0].session_id
     taken: dict[str, int] = {}
     for sid in proposals.values():
         taken[sid] = taken.get(sid, 0) + 1
