@@ -234,7 +234,8 @@ def histories(draw: st.DrawFn, spread: int = 60) -> dict:
             episodes[-1]["evidence"] = "open"
             episodes[-1]["closed"] = None
         sessions.append({"ps": f"ps-{n}", "episodes": episodes})
-    prompts = draw(st.lists(st.tuples(st.integers(0, 12 * spread), st.sampled_from([s["ps"] for s in sessions] + [None]),
+    named = st.sampled_from([s["ps"] for s in sessions] + [None])
+    prompts = draw(st.lists(st.tuples(st.integers(0, 12 * spread), named,
                                       st.sampled_from(["orphan", "legacy", "bogus"])), max_size=12))
     return {"sessions": sessions, "prompts": prompts}
 
