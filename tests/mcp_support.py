@@ -239,6 +239,9 @@ class TokenProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 sent = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+                for key, value in list(sent.items()):  # a reverse proxy: its own origin stands for the target's
+                    if key.lower() == "origin" and value.rstrip("/") in proxy_origins:
+                        sent[key] = f"{parts.scheme}://{parts.netloc}"
                 conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=60)
                 try:
                     conn.request(self.command, self.path, body=body, headers={**sent, **extra})
@@ -259,8 +262,10 @@ class TokenProxy:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
                 pass
 
+        proxy_origins: set[str] = set()
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Relay)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        proxy_origins.update({self.url, f"http://localhost:{self.server.server_address[1]}"})
 
     def __enter__(self) -> str:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
