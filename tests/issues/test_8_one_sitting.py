@@ -135,6 +135,15 @@ def test_another_clients_hook_episode_is_never_taken_for_this_sitting(initialise
     assert sorted(o["provider"] for o in open_files(initialised_repo).values()) == ["claude-code", "generic"]
 
 
+def test_a_process_running_hooks_and_another_mcp_client_gets_that_client_its_own_episode(initialised_repo: Path
+                                                                                         ) -> None:
+    """A harness or an editor that runs a hook sitting and, from the same process, an MCP client that names itself
+    otherwise: the process alone is not evidence enough, so the MCP client's attach opens its own episode."""
+    result = structured(sit(initialised_repo, client_name="some-editor")[1])
+    assert result["episode"]["provider"] == "generic" and "hooks" not in result
+    assert sorted(o["provider"] for o in open_files(initialised_repo).values()) == ["claude-code", "generic"]
+
+
 def test_a_bridged_client_is_recognised_through_the_shared_server(initialised_repo: Path) -> None:
     """The first server is another client's; this sitting's server bridges to it and names its client."""
     with McpProcess(initialised_repo, "--http-port", "0") as first:

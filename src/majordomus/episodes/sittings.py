@@ -10,9 +10,10 @@ that its episodes come from its hooks. Never by nearness in time.
 
 from __future__ import annotations
 
-from majordomus.clients.providers import provider_of_mcp_client
+from majordomus.clients.providers import get_provider, provider_of_mcp_client
 from majordomus.episodes import store
 from majordomus.episodes.hook import event_wired
+from majordomus.errors import MissingError
 from majordomus.layout import Layout
 from majordomus.values import value
 
@@ -28,12 +29,14 @@ class HookSitting:
 
 
 def hook_sitting(layout: Layout, client: str | None, client_name: str | None) -> HookSitting | None:
-    """The sitting of the client process `client` (`<pid>@<start ticks>`), or of a client that calls itself
-    `client_name`; None when it is no hook client of this worktree (the attach then opens a connection episode)."""
+    """The sitting of the client process `client` (`<pid>@<start ticks>`) when exactly one open hook episode
+    names that process and the client's own name fits it, or of a client that calls itself `client_name`;
+    None when it is no hook client of this worktree (the attach then opens a connection episode)."""
     if client:
-        mine = [e.file for e in store.open_episodes(layout) if not e.file.is_connection and e.file.client == client]
-        if mine:
-            found = max(mine, key=lambda f: f.started_at or "")  # a /clear in one process: its newest session
+        mine = [e.file for e in store.open_episodes(layout) if not e.file.is_connection and e.file.client == client
+                and _names_it(e.file.provider, client_name)]
+        if len(mine) == 1:  # two open in one process (an orchestrator running several sittings) tell nothing
+            found = mine[0]
             return HookSitting(
                 provider=found.provider or "unknown", session_id=found.session_id, started_at=found.started_at,
                 line=f"this sitting is episode {found.session_id} of {found.provider}, open since "
@@ -50,3 +53,16 @@ def hook_sitting(layout: Layout, client: str | None, client_name: str | None) ->
              f"hook episode is open{process}, so none was opened here either: if its hooks do not run, "
              "`majordomus capture status` says why")
 
+
+
+def _names_it(provider: str | None, client_name: str | None) -> bool:
+    """The attaching client is the hook episode's client by its own word too: a client that names itself in its
+    initialize must name itself as that provider declares (`mcp_client`); one that names nothing is taken on the
+    process alone. A harness or an editor that runs hooks and other MCP clients from one process is not its sitting."""
+    if client_name is None:
+        return True
+    try:
+        row = get_provider(provider or "").mcp_client
+    except MissingError:  # an open file naming no provider we know: not this client's
+        return False
+    return row is not None and client_name in row.names
