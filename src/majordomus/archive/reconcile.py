@@ -7,13 +7,14 @@ tier knows is linked only when exactly one unclaimed closed episode of this work
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from majordomus import ledger
 from majordomus.archive import record as rec
-from majordomus.archive.scan import Entry, has_archive, lock_archive, rewrite, scan
+from majordomus.archive.scan import Entry, entries, has_archive, lock_archive, rewrite
 from majordomus.episodes import store
 from majordomus.identity import now_utc, parse_rfc3339, repository_id, worktree_id
 from majordomus.layout import Layout
@@ -84,7 +85,7 @@ class Result:
     already: int = 0
     unlinked: int = 0
     refused: int = 0
-    changes: list[tuple[Entry, rec.PromptRecord]] = field(default_factory=list)
+    changed: int = 0  # records rewritten (or, in a dry run, that would be)
 
     def sentence(self, dry_run: bool) -> str:
         if dry_run:
@@ -106,63 +107,78 @@ def _is_here(record: rec.PromptRecord, root: Path, here: str) -> bool:
     return repo is None or repo == str(root)
 
 
-def plan(layout: Layout, entries: list[Entry], ev: Evidence, now: datetime) -> Result:
-    """What each record becomes. Pure: reads the entries and the evidence, writes nothing."""
+@dataclass
+class Span:
+    """Tier 3's view of one provider session's records here: their first and last moment and providers."""
+
+    waiting: bool = False  # a record of it waits for a link
+    first: datetime | None = None
+    last: datetime | None = None
+    timeless: bool = False  # a record without a moment: the span cannot be known
+    providers: set[str | None] = field(default_factory=set)
+
+
+def plan(layout: Layout, scanned: Callable[[], Iterable[Entry]], ev: Evidence, now: datetime,
+         apply: Callable[[Entry, rec.PromptRecord], None] | None = None) -> Result:
+    """What each record becomes, in two passes over `scanned()` (the spans of tier 3, then each record's
+    decision); one parsed record held at a time (issue 12). Each change is handed to `apply`; without it
+    (a dry run) only counted."""
     root = layout.root
     here = worktree_id(root)
-    result = Result(records=len(entries))
-    decided: dict[int, tuple[str, rec.Link] | None] = {}
-    spans: dict[str, list[int]] = {}  # tier 3: provider session -> indexes of its records
-    for i, entry in enumerate(entries):
+    result = Result()
+    spans: dict[str, Span] = {}  # tier 3: provider session -> what its records span
+    for entry in scanned():
         r = entry.record
         if r is None:
             continue
         ps = r.session
-        if ps and ps not in ev.by_session and _is_here(r, root, here):
-            spans.setdefault(ps, []).append(i)
-        if r.is_linked:
+        if not (ps and ps not in ev.by_session and _is_here(r, root, here)):
             continue
+        span = spans.setdefault(ps, Span())
+        span.waiting = span.waiting or not r.is_linked
+        span.providers.add(r.provider)
         moment = parse_rfc3339(str(r.started_at))
-        decided[i] = None
-        if not ps or moment is None or ps not in ev.by_session:
-            continue
-        hits = [w for w in ev.by_session[ps] if w.contains(moment, now) and (w.provider in (None, r.provider))]
-        if len(hits) == 1:  # two windows holding one moment: refuse to choose
-            decided[i] = (hits[0].session_id, hits[0].tier)
+        if moment is None:
+            span.timeless = True
+        else:
+            span.first = moment if span.first is None else min(span.first, moment)
+            span.last = moment if span.last is None else max(span.last, moment)
     # tier 3: the whole span of a provider session inside exactly one unclaimed closed episode
     proposals: dict[str, str] = {}
-    for ps, indexes in spans.items():
-        if not any(i in decided for i in indexes):
+    for ps, span in spans.items():
+        if not span.waiting:
             continue  # nothing of this session waits for a link
-        records = [entry.record for entry in (entries[i] for i in indexes) if entry.record is not None]
-        moments = [parse_rfc3339(str(r.started_at)) for r in records]
-        providers = {r.provider for r in records}
-        if any(m is None for m in moments) or len(providers) != 1:
+        if span.timeless or len(span.providers) != 1 or span.first is None or span.last is None:
             continue
-        first, last = min(moments), max(moments)  # type: ignore[type-var]
-        provider = providers.pop()
-        hits = [w for w in ev.closed if w.opened <= first and last <= (w.closed or now)  # type: ignore[operator]
+        first, last = span.first, span.last
+        provider = next(iter(span.providers))
+        hits = [w for w in ev.closed if w.opened <= first and last <= (w.closed or now)
                 and w.provider in (None, provider)]
         if len(hits) == 1:
             proposals[ps] = hits[0].session_id
     taken: dict[str, int] = {}
     for sid in proposals.values():
         taken[sid] = taken.get(sid, 0) + 1
-    for ps, sid in proposals.items():
-        if taken[sid] != 1:
-            continue  # one episode is the only candidate of two sessions: at most one is right, so neither
-        for i in spans[ps]:
-            if i in decided:
-                decided[i] = (sid, "ledger")
-    for i, entry in enumerate(entries):
+    chosen = {ps: sid for ps, sid in proposals.items() if taken[sid] == 1}
+    # (one episode the only candidate of two sessions: at most one is right, so neither)
+    for entry in scanned():
+        result.records += 1
         r = entry.record
         if r is None:
             result.refused += 1
             continue
-        if i not in decided:
+        if r.is_linked:
             result.already += 1
             continue
-        change = decided[i]
+        ps = r.session
+        moment = parse_rfc3339(str(r.started_at))
+        change: tuple[str, rec.Link] | None = None
+        if ps and moment is not None and ps in ev.by_session:
+            hits = [w for w in ev.by_session[ps] if w.contains(moment, now) and (w.provider in (None, r.provider))]
+            if len(hits) == 1:  # two windows holding one moment: refuse to choose
+                change = (hits[0].session_id, hits[0].tier)
+        elif ps and ps in chosen and _is_here(r, root, here):
+            change = (chosen[ps], "ledger")
         if change is not None:
             new = replace(r, episode=change[0], episode_link=change[1])
             result.linked += 1
@@ -171,7 +187,9 @@ def plan(layout: Layout, entries: list[Entry], ev: Evidence, now: datetime) -> R
             result.unlinked += 1
         new = _complete(new, root, here)
         if new != r or not entry.pretty:
-            result.changes.append((entry, new))
+            result.changed += 1
+            if apply is not None:
+                apply(entry, new)
     return result
 
 
@@ -199,11 +217,10 @@ def reconcile(layout: Layout, *, dry_run: bool = False, now: datetime | None = N
     if not has_archive(layout):
         return Result()
     if dry_run:
-        return plan(layout, scan(layout), gather(layout), moment)
+        return plan(layout, lambda: entries(layout), gather(layout), moment)
     with lock_archive(layout):
-        result = plan(layout, scan(layout), gather(layout), moment)
-        for entry, new in result.changes:
-            rewrite(layout, entry, new)
+        result = plan(layout, lambda: entries(layout), gather(layout), moment,
+                      lambda entry, new: rewrite(layout, entry, new))
     ledger.append(layout, "prompts.reconciled", records=result.records, linked=result.linked,
                   unlinked=result.unlinked, refused=result.refused, already_linked=result.already)
     return result
