@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TypeAlias
 
 from majordomus import ledger
 from majordomus.archive import record as rec
@@ -118,31 +119,49 @@ class Span:
     providers: set[str | None] = field(default_factory=set)
 
 
-def plan(layout: Layout, scanned: Callable[[], Iterable[Entry]], ev: Evidence, now: datetime,
+def plan(layout: Layout, scanned: Callable[[Iterable[str] | None], Iterable[Entry]], ev: Evidence, now: datetime,
          apply: Callable[[Entry, rec.PromptRecord], None] | None = None) -> Result:
-    """What each record becomes, in two passes over `scanned()` (the spans of tier 3, then each record's
-    decision); one parsed record held at a time (issue 12). Each change is handed to `apply`; without it
-    (a dry run) only counted."""
+    """What each record becomes, in one pass over `scanned(None)` holding one parsed record at a time (issue 12):
+    tiers 1 and 2 decide as each record passes; a record tier 3 may link waits, by name, until every span is
+    known. The records that change are read again by name and handed to `apply`; without it (a dry run) only
+    counted."""
     root = layout.root
     here = worktree_id(root)
     result = Result()
     spans: dict[str, Span] = {}  # tier 3: provider session -> what its records span
-    for entry in scanned():
+    changes: list[tuple[str, Decision]] = []  # decided, and the record changes: rewritten after the pass
+    deferred: list[tuple[str, str]] = []  # (name, provider session): waiting for tier 3
+    for entry in scanned(None):
+        result.records += 1
         r = entry.record
         if r is None:
+            result.refused += 1
             continue
         ps = r.session
-        if not (ps and ps not in ev.by_session and _is_here(r, root, here)):
+        if ps and ps not in ev.by_session and _is_here(r, root, here):
+            span = spans.setdefault(ps, Span())
+            span.waiting = span.waiting or not r.is_linked
+            span.providers.add(r.provider)
+            moment = parse_rfc3339(str(r.started_at))
+            if moment is None:
+                span.timeless = True
+            else:
+                span.first = moment if span.first is None else min(span.first, moment)
+                span.last = moment if span.last is None else max(span.last, moment)
+            if not r.is_linked:
+                deferred.append((entry.name, ps))
+                continue
+        if r.is_linked:
+            result.already += 1
             continue
-        span = spans.setdefault(ps, Span())
-        span.waiting = span.waiting or not r.is_linked
-        span.providers.add(r.provider)
+        decision: Decision = None
         moment = parse_rfc3339(str(r.started_at))
-        if moment is None:
-            span.timeless = True
-        else:
-            span.first = moment if span.first is None else min(span.first, moment)
-            span.last = moment if span.last is None else max(span.last, moment)
+        if ps and moment is not None and ps in ev.by_session:
+            hits = [w for w in ev.by_session[ps] if w.contains(moment, now) and (w.provider in (None, r.provider))]
+            if len(hits) == 1:  # two windows holding one moment: refuse to choose
+                decision = (hits[0].session_id, hits[0].tier)
+        if _decide(result, entry, r, decision, root, here) is not None:
+            changes.append((entry.name, decision))
     # tier 3: the whole span of a provider session inside exactly one unclaimed closed episode
     proposals: dict[str, str] = {}
     for ps, span in spans.items():
@@ -159,38 +178,48 @@ def plan(layout: Layout, scanned: Callable[[], Iterable[Entry]], ev: Evidence, n
     taken: dict[str, int] = {}
     for sid in proposals.values():
         taken[sid] = taken.get(sid, 0) + 1
+    # one episode the only candidate of two sessions: at most one is right, so neither
     chosen = {ps: sid for ps, sid in proposals.items() if taken[sid] == 1}
-    # (one episode the only candidate of two sessions: at most one is right, so neither)
-    for entry in scanned():
-        result.records += 1
-        r = entry.record
-        if r is None:
-            result.refused += 1
+    sessions = dict(deferred)
+    for entry in scanned([name for name, _ in deferred]):
+        if entry.record is None:  # changed under us since the pass: not ours to decide now
+            result.records -= 1
             continue
-        if r.is_linked:
-            result.already += 1
-            continue
-        ps = r.session
-        moment = parse_rfc3339(str(r.started_at))
-        change: tuple[str, rec.Link] | None = None
-        if ps and moment is not None and ps in ev.by_session:
-            hits = [w for w in ev.by_session[ps] if w.contains(moment, now) and (w.provider in (None, r.provider))]
-            if len(hits) == 1:  # two windows holding one moment: refuse to choose
-                change = (hits[0].session_id, hits[0].tier)
-        elif ps and ps in chosen and _is_here(r, root, here):
-            change = (chosen[ps], "ledger")
-        if change is not None:
-            new = replace(r, episode=change[0], episode_link=change[1])
-            result.linked += 1
-        else:
-            new = replace(r, episode=None, episode_link="orphan" if r.episode_link == "orphan" else "unlinked-legacy")
-            result.unlinked += 1
-        new = _complete(new, root, here)
-        if new != r or not entry.pretty:
-            result.changed += 1
-            if apply is not None:
-                apply(entry, new)
+        episode = chosen.get(sessions[entry.name])
+        decision = None if episode is None else (episode, "ledger")
+        if _decide(result, entry, entry.record, decision, root, here) is not None:
+            changes.append((entry.name, decision))
+    result.changed = len(changes)
+    if apply is not None:
+        decisions = dict(changes)
+        for entry in scanned([name for name, _ in changes]):
+            if entry.record is not None:
+                new = _new(entry.record, decisions[entry.name], root, here)
+                if new != entry.record or not entry.pretty:
+                    apply(entry, new)
     return result
+
+
+Decision: TypeAlias = "tuple[str, rec.Link] | None"
+
+
+def _new(r: rec.PromptRecord, decision: Decision, root: Path, here: str) -> rec.PromptRecord:
+    if decision is not None:
+        new = replace(r, episode=decision[0], episode_link=decision[1])
+    else:
+        new = replace(r, episode=None, episode_link="orphan" if r.episode_link == "orphan" else "unlinked-legacy")
+    return _complete(new, root, here)
+
+
+def _decide(result: Result, entry: Entry, r: rec.PromptRecord, decision: Decision, root: Path,
+            here: str) -> rec.PromptRecord | None:
+    """Count one unlinked record's decision; the record it becomes when that changes it, else None."""
+    if decision is not None:
+        result.linked += 1
+    else:
+        result.unlinked += 1
+    new = _new(r, decision, root, here)
+    return new if new != r or not entry.pretty else None
 
 
 def _complete(record: rec.PromptRecord, root: Path, here: str) -> rec.PromptRecord:
@@ -217,9 +246,9 @@ def reconcile(layout: Layout, *, dry_run: bool = False, now: datetime | None = N
     if not has_archive(layout):
         return Result()
     if dry_run:
-        return plan(layout, lambda: entries(layout), gather(layout), moment)
+        return plan(layout, lambda names: entries(layout, names), gather(layout), moment)
     with lock_archive(layout):
-        result = plan(layout, lambda: entries(layout), gather(layout), moment,
+        result = plan(layout, lambda names: entries(layout, names), gather(layout), moment,
                       lambda entry, new: rewrite(layout, entry, new))
     ledger.append(layout, "prompts.reconciled", records=result.records, linked=result.linked,
                   unlinked=result.unlinked, refused=result.refused, already_linked=result.already)
