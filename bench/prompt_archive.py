@@ -79,7 +79,7 @@ def latency(tmp: Path, rounds: int) -> None:
 BASE = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
-def synthesize(root: Path, count: int) -> Layout:
+def synthesize(root: Path, count: int, base: datetime = BASE) -> Layout:
     """An archive of `count` records over 200 days and 50 provider sessions, each with its renderings.
 
     Every 10th record is legacy (no provenance: reconcile rewrites it), every 10th lacks its renderings
@@ -94,7 +94,7 @@ def synthesize(root: Path, count: int) -> Layout:
     here = worktree_id(root)
     layout.policy_file.write_text("prompts:\n  retention_max_days: 180\n  retention_max_bytes: 1000000000\n")
     for n in range(50):  # one closed episode per session, each with its working context
-        opened = BASE + timedelta(seconds=n * span // 50)
+        opened = base + timedelta(seconds=n * span // 50)
         closed = opened + timedelta(seconds=span // 50 - 1)
         meta = [("schema", "session-context/v1"), ("kind", "session-context"), ("session_id", f"s-{n}"),
                 ("opened_at", rfc3339(opened)), ("provider", "claude-code"), ("provider_session", f"ps-{n}"),
@@ -104,7 +104,7 @@ def synthesize(root: Path, count: int) -> Layout:
             "---\n" + "\n".join(yaml_lines(meta)) + "\n---\n\n## Close\n" + "\n".join(close) + "\n")
     directory = layout.prompts_dir
     for i in range(count):
-        moment = BASE + timedelta(seconds=i * span // count)
+        moment = base + timedelta(seconds=i * span // count)
         ps = f"ps-{i * 50 // count}"
         record = {"schema": rec.SCHEMA, "started_at": rfc3339(moment), "provider": "claude-code",
                   "event": "UserPromptSubmit", "id": f"id-{i}", "session": ps,
@@ -171,6 +171,93 @@ def archives(tmp: Path, sizes: list[int]) -> None:
         shutil.rmtree(layout.root)
 
 
+BARE = """
+import json, os, sys
+d = sys.argv[1]
+n = 0
+for name in sorted(x for x in os.listdir(d) if x.endswith(".json")):
+    fd = os.open(os.path.join(d, name), os.O_RDONLY | os.O_NOFOLLOW)
+    raw = os.read(fd, 1 << 20)
+    os.close(fd)
+    json.loads(raw)
+    n += 1
+print(n)
+"""
+
+
+def child(cmd: list[str], cwd: Path) -> tuple[float, float, int]:
+    """(seconds, peak RSS in MiB, exit code) of one real subprocess, its RSS from wait4."""
+    began = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - began, usage.ru_maxrss / 1024, proc.returncode
+
+
+def commands(tmp: Path, sizes: list[int]) -> dict[int, dict[str, float]]:
+    """The real commands on archives of each size, each against a bare read+parse of every record (a child of
+    the same interpreter) timed just before it; peak RSS of each child. Bodies span 200 days back from now, so
+    a first prune takes the oldest tenth (older than the policy's 180 days)."""
+    print("\narchive commands (real subprocesses; ratio = command / bare read+parse of every record, same run)")
+    print(f"  {'size':>7} {'command':<26} {'seconds':>8} {'bare s':>7} {'ratio':>6} {'target':>7} "
+          f"{'peak MiB':>9} {'target':>7}")
+    base = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(days=200)
+    out: dict[int, dict[str, float]] = {}
+    steps = (("doctor", ["doctor"], 1.5), ("reconcile --dry-run", ["capture", "reconcile", "--dry-run"], 1.5),
+             ("reconcile", ["capture", "reconcile"], None), ("prune (first, 10%)", ["capture", "prune"], None),
+             ("render --force", ["capture", "render", "--force"], None), ("render", ["capture", "render"], 1.5))
+    for size in sizes:
+        root = tmp / f"commands-{size}"
+        git_repo(root)
+        layout = synthesize(root, size, base)
+        out[size] = {}
+        for label, argv, ratio_target in steps:
+            bare_s, bare_mib, _ = child([sys.executable, "-c", BARE, str(layout.prompts_dir)], root)
+            seconds, mib, code = child([str(MAJORDOMUS), *argv], root)
+            out[size][label] = seconds
+            target = {"prune (first, 10%)": "<= 3 s" if size == 10000 else "", "render --force": "<= 30 s"
+                      if size == 100000 else ""}.get(label, f"<= {ratio_target}x" if ratio_target else "")
+            flag = "" if code in (0, 1) else f"  (exit {code})"
+            print(f"  {size:>7} {label:<26} {seconds:8.2f} {bare_s:7.2f} {seconds / bare_s:5.2f}x {target:>7} "
+                  f"{mib:9.1f} {'<= 100':>7}{flag}")
+        shutil.rmtree(root)
+    if len(sizes) > 1:
+        small, big = sizes[0], sizes[-1]
+        print(f"  growth {small}->{big} (target <= {big / small * 1.1:.0f}x):")
+        for label in out[big]:
+            print(f"    {label:<26} {out[big][label] / out[small][label]:6.2f}x")
+    return out
+
+
+def footprint(tmp: Path, count: int = 1000) -> None:
+    """Bytes and inodes per prompt on disk: record, renderings, against the text typed."""
+    root = tmp / "footprint"
+    git_repo(root)
+    layout = synthesize(root, count)
+    per: dict[str, list[int]] = {}
+    text_bytes = 0
+    for entry in os.scandir(layout.prompts_dir):
+        kind = entry.name.rsplit(".", 1)[-1]
+        st = entry.stat(follow_symlinks=False)
+        per.setdefault(kind, []).append(st.st_blocks * 512)
+        per.setdefault(kind + "_apparent", []).append(st.st_size)
+        if kind == "json":
+            record = rec.parse(rec.read_bytes(Path(entry.path)))
+            text_bytes += len(str(record.text).encode())
+    text = text_bytes / count
+    print(f"\nfootprint per prompt ({count} records, text {text:.0f} B each on average)")
+    total = 0.0
+    for kind in ("json", "md", "yaml"):
+        on_disk = sum(per.get(kind, [])) / count
+        apparent = sum(per.get(kind + "_apparent", [])) / count
+        total += on_disk
+        print(f"  .{kind:<5} {len(per.get(kind, [])) / count:4.2f} inode(s)  {apparent:7.0f} B apparent  "
+              f"{on_disk:7.0f} B on disk")
+    inodes = sum(len(per.get(k, [])) for k in ("json", "md", "yaml")) / count
+    print(f"  total {inodes:.2f} inode(s), {total:.0f} B on disk = {total / text:.1f}x the text")
+    shutil.rmtree(root)
+
+
 def redaction() -> None:
     from majordomus.redact import redact
 
@@ -198,11 +285,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="skip the 100k archive")
     ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--commands-only", action="store_true", help="only the real commands and the footprint")
     args = ap.parse_args()
+    sizes = [1000, 10000] if args.quick else [10000, 100000]
     with tempfile.TemporaryDirectory() as tmp:
-        latency(Path(tmp), args.rounds)
-        archives(Path(tmp), [1000, 10000] if args.quick else [1000, 10000, 100000])
-    redaction()
+        if not args.commands_only:
+            latency(Path(tmp), args.rounds)
+            archives(Path(tmp), [1000, 10000] if args.quick else [1000, 10000, 100000])
+        footprint(Path(tmp))
+        commands(Path(tmp), sizes)
+    if not args.commands_only:
+        redaction()
 
 
 if __name__ == "__main__":

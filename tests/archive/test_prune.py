@@ -43,7 +43,7 @@ def test_age_goes_first_then_the_oldest_bodies_until_the_rest_fit_the_cap() -> N
         body = rec.PromptRecord(rec.SCHEMA, text="x" * size)
         entries.append(Entry(f"{stamp}-p{n}.json", layout.prompts_dir, body, None, True))
     result = plan(entries, Bounds(max_days=30, max_bytes=25), NOW)
-    assert [e.name[-7:] for e in result.victims] == ["p0.json", "p1.json", "p2.json"]
+    assert [n[-7:] for n in result.victims] == ["p0.json", "p1.json", "p2.json"]
     assert result.body_bytes == 50 and result.bytes_left == 20
 
 

@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from majordomus.archive import record as rec
 from majordomus.archive.render import disagreeing
-from majordomus.archive.scan import Entry, scan
+from majordomus.archive.scan import entries
 from majordomus.errors import ContractError
 from majordomus.findings import Finding
 from majordomus.identity import now_utc
 from majordomus.layout import PRIVATE_DIR, Layout
+
+if TYPE_CHECKING:
+    from majordomus.archive.prune import Bounds
 
 RENDER = "majordomus capture render"
 RECONCILE = "majordomus capture reconcile"
@@ -32,14 +37,97 @@ def findings(layout: Layout) -> list[Finding]:
     if not layout.prompts_dir.is_dir():
         return [Finding("INFO", "prompts", rel, "no archive here; nothing has been captured into this checkout")]
     out = _privacy(layout, rel)
-    entries = scan(layout)
-    if not entries:
+    tally = _tally(layout)
+    if not tally.count:
         out.append(Finding("OK", "prompts", rel, "no records yet; the archive is empty"))
     else:
-        out += _provenance(entries, rel)
-    out += _retention(layout, entries)
-    out += _shape(layout, entries, rel)
+        out += _provenance(tally, rel)
+    out += _retention(tally)
+    out += _shape(layout, tally, rel)
     return out
+
+
+SHOWN = 5  # files named in one finding; the count is always whole
+
+
+@dataclass
+class Named:
+    """A count and the first few names it counts: a person sees where to look, never a wall of names."""
+
+    count: int = 0
+    first: list[str] = field(default_factory=list)
+    problem: str | None = None
+
+    def add(self, name: str, problem: str | None = None) -> None:
+        if not self.count:
+            self.problem = problem
+        self.count += 1
+        if len(self.first) < SHOWN:
+            self.first.append(name)
+
+    def names(self) -> str:
+        more = f" and {self.count - SHOWN} more" if self.count > SHOWN else ""
+        return ", ".join(self.first) + more
+
+
+@dataclass
+class Tally:
+    """What doctor says about the archive, gathered in one pass over the records, one parsed at a time."""
+
+    count: int = 0
+    linked: int = 0
+    unlinked: int = 0
+    missing: int = 0
+    unknown: int = 0
+    body_total: int = 0
+    old: int = 0
+    limits: Bounds | None = None
+    limits_problem: str | None = None
+    names: set[str] = field(default_factory=set)
+    refused: Named = field(default_factory=Named)
+    ugly: Named = field(default_factory=Named)
+    leaky: Named = field(default_factory=Named)
+    unrendered: Named = field(default_factory=Named)
+    stale: Named = field(default_factory=Named)
+
+
+def _tally(layout: Layout) -> Tally:
+    from majordomus.archive.prune import age_key, bounds
+
+    t = Tally(names=set(os.listdir(layout.prompts_dir)))
+    cutoff = None
+    try:
+        t.limits = bounds(layout)
+        cutoff = (now_utc() - timedelta(days=t.limits.max_days)).strftime("%Y%m%d%H%M%S")
+    except ContractError as exc:
+        t.limits_problem = exc.message
+    for e in entries(layout, sorted(n for n in t.names if rec.is_record_name(n))):
+        t.count += 1
+        r = e.record
+        if r is None:
+            t.refused.add(e.name, e.problem)
+            continue
+        link = r.episode_link
+        if link is None and "episode_link" not in r.present:
+            t.missing += 1
+        elif link not in rec.LINKS or (link in rec.LINKED) != isinstance(r.episode, str):
+            t.unknown += 1  # a word outside the five, or a link word whose episode says otherwise
+        elif link in rec.LINKED:
+            t.linked += 1
+        else:
+            t.unlinked += 1
+        if r.text is not None:
+            t.body_total += r.body_bytes
+            t.old += cutoff is not None and age_key(e) < cutoff
+        if not e.pretty:
+            t.ugly.add(e.name)
+        if any(w in k for k in r.members() for w in FORBIDDEN):
+            t.leaky.add(e.name)
+        if f"{e.stem}.md" not in t.names or f"{e.stem}.yaml" not in t.names:
+            t.unrendered.add(e.name)
+        elif disagreeing(layout.prompts_dir, e.stem, r):
+            t.stale.add(e.name)
+    return t
 
 
 def _privacy(layout: Layout, rel: str) -> list[Finding]:
@@ -67,21 +155,8 @@ def _privacy(layout: Layout, rel: str) -> list[Finding]:
     return out
 
 
-def _provenance(entries: list[Entry], rel: str) -> list[Finding]:
-    linked = unlinked = missing = unknown = 0
-    for entry in entries:
-        r = entry.record
-        if r is None:
-            continue  # reported under `capture`
-        link = r.episode_link
-        if link is None and "episode_link" not in r.present:
-            missing += 1
-        elif link not in rec.LINKS or (link in rec.LINKED) != isinstance(r.episode, str):
-            unknown += 1  # a word outside the five, or a link word whose episode says otherwise
-        elif link in rec.LINKED:
-            linked += 1
-        else:
-            unlinked += 1
+def _provenance(t: Tally, rel: str) -> list[Finding]:
+    linked, unlinked, missing, unknown = t.linked, t.unlinked, t.missing, t.unknown
     out: list[Finding] = []
     if unknown:
         out.append(Finding("FAIL", "prompts", rel, f"{unknown} record(s) name a provenance that is not one of: "
@@ -95,20 +170,10 @@ def _provenance(entries: list[Entry], rel: str) -> list[Finding]:
     return out
 
 
-def _retention(layout: Layout, entries: list[Entry]) -> list[Finding]:
-    from majordomus.archive.prune import age_key, bounds
-
-    try:
-        limits = bounds(layout)
-    except ContractError as exc:
-        return [Finding("FAIL", "prompts", "retention", f"{exc.message}; the retention bounds cannot be checked")]
-    cutoff = (now_utc() - timedelta(days=limits.max_days)).strftime("%Y%m%d%H%M%S")
-    total = old = 0
-    for entry in entries:
-        if entry.record is None or entry.record.text is None:
-            continue
-        total += entry.record.body_bytes
-        old += age_key(entry) < cutoff
+def _retention(t: Tally) -> list[Finding]:
+    if t.limits is None:
+        return [Finding("FAIL", "prompts", "retention", f"{t.limits_problem}; the retention bounds cannot be checked")]
+    limits, total, old = t.limits, t.body_total, t.old
     out: list[Finding] = []
     if old:
         out.append(Finding("FAIL", "prompts", "retention", f"{old} prompt body(ies) are older than the "
@@ -122,47 +187,30 @@ def _retention(layout: Layout, entries: list[Entry]) -> list[Finding]:
     return out
 
 
-SHOWN = 5  # files named in one finding; the count is always whole
-
-
-def _first(entries: list[Entry]) -> str:
-    """The first few file names, and how many more: a person sees where to look, never a wall of names."""
-    names = ", ".join(e.name for e in entries[:SHOWN])
-    return names + (f" and {len(entries) - SHOWN} more" if len(entries) > SHOWN else "")
-
-
-def _shape(layout: Layout, entries: list[Entry], rel: str) -> list[Finding]:
+def _shape(layout: Layout, t: Tally, rel: str) -> list[Finding]:
     out: list[Finding] = []
-    names = set(os.listdir(layout.prompts_dir))
-    refused = [e for e in entries if e.record is None]
-    if refused:
-        out.append(Finding("FAIL", "capture", rel, f"{len(refused)} file(s) under a record's name are not records "
-                           f"this writer can account for: {_first(refused)} (the first {refused[0].problem})"))
-    ugly = [e for e in entries if e.record is not None and not e.pretty]
-    if ugly:
-        out.append(Finding("FAIL", "capture", rel, f"{len(ugly)} record(s) are not in the pretty one-member-per-line "
-                           "shape of majordomus.capture/v1", RENDER))
-    leaky = [e for e in entries if e.record is not None and any(w in k for k in e.record.members() for w in FORBIDDEN)]
-    if leaky:
-        out.append(Finding("FAIL", "capture", rel, f"{len(leaky)} record(s) carry a member that looks like a model "
+    names = t.names
+    if t.refused.count:
+        out.append(Finding("FAIL", "capture", rel, f"{t.refused.count} file(s) under a record's name are not records "
+                           f"this writer can account for: {t.refused.names()} (the first {t.refused.problem})"))
+    if t.ugly.count:
+        out.append(Finding("FAIL", "capture", rel, f"{t.ugly.count} record(s) are not in the pretty "
+                           "one-member-per-line shape of majordomus.capture/v1", RENDER))
+    if t.leaky.count:
+        out.append(Finding("FAIL", "capture", rel, f"{t.leaky.count} record(s) carry a member that looks like a model "
                            "response or transcript; the archive keeps what the person typed, nothing else"))
-    unrendered = [e for e in entries if e.record is not None
-                  and (f"{e.stem}.md" not in names or f"{e.stem}.yaml" not in names)]
-    if unrendered:
-        out.append(Finding("FAIL", "capture", rel, f"{len(unrendered)} record(s) lack a rendering (.md or .yaml): "
-                           f"{_first(unrendered)}", RENDER))
-    missing = {e.name for e in unrendered}
-    stale = [e for e in entries if e.record is not None and e.name not in missing
-             and disagreeing(layout.prompts_dir, e.stem, e.record)]
-    if stale:
-        out.append(Finding("FAIL", "capture", rel, f"{len(stale)} record(s) have a rendering that says something else "
-                           f"than the record (a rewrite was cut short; it may still show a pruned body): "
-                           f"{_first(stale)}", RENDER))
-    stems = {e.stem for e in entries}
-    strays = sorted(n for n in names if not n.startswith(".") and n.endswith((".md", ".yaml"))
-                    and n.rsplit(".", 1)[0] not in stems)
+    if t.unrendered.count:
+        out.append(Finding("FAIL", "capture", rel, f"{t.unrendered.count} record(s) lack a rendering (.md or .yaml): "
+                           f"{t.unrendered.names()}", RENDER))
+    if t.stale.count:
+        out.append(Finding("FAIL", "capture", rel, f"{t.stale.count} record(s) have a rendering that says something "
+                           f"else than the record (a rewrite was cut short; it may still show a pruned body): "
+                           f"{t.stale.names()}", RENDER))
+    stems = {n[: -len(".json")] for n in names if rec.is_record_name(n)}
+    strays = sum(1 for n in names if not n.startswith(".") and n.endswith((".md", ".yaml"))
+                 and n.rsplit(".", 1)[0] not in stems)
     if strays:
-        out.append(Finding("WARN", "capture", rel, f"{len(strays)} rendering(s) have no record beside them; a "
+        out.append(Finding("WARN", "capture", rel, f"{strays} rendering(s) have no record beside them; a "
                            "rendering is never turned back into a record, so they are reported, not repaired"))
     try:
         text = layout.capture_log.read_text(encoding="utf-8", errors="replace")
@@ -174,6 +222,6 @@ def _shape(layout: Layout, entries: list[Entry], rel: str) -> list[Finding]:
                            f"{len(lines)} capture(s) failed and their prompts "
                            f"were not archived; the most recent: {lines[-1]}  (read the log, then empty it)"))
     if not out:
-        out.append(Finding("OK", "capture", rel, f"{len(entries)} record(s) in the majordomus.capture/v1 shape, each "
+        out.append(Finding("OK", "capture", rel, f"{t.count} record(s) in the majordomus.capture/v1 shape, each "
                            "with both renderings; no failed capture logged"))
     return out

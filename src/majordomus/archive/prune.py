@@ -8,12 +8,13 @@ A pruned record keeps every field; `text` becomes null and it gains `pruned_at`,
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from majordomus import ledger
 from majordomus.archive import record as rec
-from majordomus.archive.scan import Entry, lock_archive, rewrite, scan
+from majordomus.archive.scan import Entry, entries, lock_archive, rewrite
 from majordomus.errors import ContractError, InternalError
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import Layout
@@ -52,27 +53,30 @@ class Result:
     pruned: int = 0
     bytes_left: int = 0
     refused: int = 0
-    victims: list[Entry] = field(default_factory=list)
+    victims: list[str] = field(default_factory=list)  # record names, oldest first
 
 
-def plan(entries: list[Entry], limits: Bounds, now: datetime) -> Result:
-    """Which bodies go: every one older than the age bound, then the oldest until the rest fit the cap."""
+def plan(scanned: Iterable[Entry], limits: Bounds, now: datetime) -> Result:
+    """Which bodies go: every one older than the age bound, then the oldest until the rest fit the cap.
+
+    Streams: of each record only its age, name and body size are kept (issue 12), never the record."""
     cutoff = (now - timedelta(days=limits.max_days)).strftime("%Y%m%d%H%M%S")
-    result = Result(records=len(entries))
-    bodies: list[tuple[str, str, Entry, int]] = []
-    for entry in entries:
+    result = Result()
+    bodies: list[tuple[str, str, int]] = []
+    for entry in scanned:
+        result.records += 1
         if entry.record is None:
             result.refused += 1
             continue
         size = entry.record.body_bytes
         if entry.record.text is not None:
-            bodies.append((age_key(entry), entry.name, entry, size))
+            bodies.append((age_key(entry), entry.name, size))
             result.body_bytes += size
-    bodies.sort(key=lambda b: (b[0], b[1]))  # oldest first
+    bodies.sort()  # oldest first
     keep = result.body_bytes
-    for stamp, _, entry, size in bodies:
+    for stamp, name, size in bodies:
         if stamp < cutoff or keep > limits.max_bytes:
-            result.victims.append(entry)
+            result.victims.append(name)
             keep -= size
     result.pruned = len(result.victims)
     result.bytes_left = keep
@@ -91,12 +95,14 @@ def prune(layout: Layout, *, dry_run: bool = False, now: datetime | None = None)
     limits = bounds(layout)
     moment = now or now_utc()
     if dry_run:
-        return plan(scan(layout), limits, moment), limits
+        return plan(entries(layout), limits, moment), limits
     with lock_archive(layout):
-        result = plan(scan(layout), limits, moment)
+        result = plan(entries(layout), limits, moment)
         at = rfc3339(moment)
-        for done, entry in enumerate(result.victims):
-            assert entry.record is not None
+        # the victims read again, one at a time: under the lock no rewriter has changed them since
+        for done, entry in enumerate(entries(layout, result.victims)):
+            if entry.record is None or entry.record.text is None:
+                continue
             try:
                 rewrite(layout, entry, tombstoned(entry.record, at))
             except OSError as exc:  # a full disk: each rewrite is atomic, so what is not pruned is still whole

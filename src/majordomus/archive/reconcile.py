@@ -7,13 +7,15 @@ tier knows is linked only when exactly one unclaimed closed episode of this work
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TypeAlias
 
 from majordomus import ledger
 from majordomus.archive import record as rec
-from majordomus.archive.scan import Entry, has_archive, lock_archive, rewrite, scan
+from majordomus.archive.scan import Entry, entries, has_archive, lock_archive, rewrite
 from majordomus.episodes import store
 from majordomus.identity import now_utc, parse_rfc3339, repository_id, worktree_id
 from majordomus.layout import Layout
@@ -90,7 +92,7 @@ class Result:
     already: int = 0
     unlinked: int = 0
     refused: int = 0
-    changes: list[tuple[Entry, rec.PromptRecord]] = field(default_factory=list)
+    changed: int = 0  # records rewritten (or, in a dry run, that would be)
 
     def sentence(self, dry_run: bool) -> str:
         if dry_run:
@@ -112,75 +114,121 @@ def _is_here(record: rec.PromptRecord, root: Path, here: str) -> bool:
     return repo is None or repo == str(root)
 
 
-def plan(layout: Layout, entries: list[Entry], ev: Evidence, now: datetime) -> Result:
-    """What each record becomes. Pure: reads the entries and the evidence, writes nothing."""
+@dataclass
+class Span:
+    """Tier 3's view of one provider session's records here: their first and last moment and providers."""
+
+    waiting: bool = False  # a record of it waits for a link
+    first: datetime | None = None
+    last: datetime | None = None
+    timeless: bool = False  # a record without a moment: the span cannot be known
+    providers: set[str | None] = field(default_factory=set)
+
+
+def plan(layout: Layout, scanned: Callable[[Iterable[str] | None], Iterable[Entry]], ev: Evidence, now: datetime,
+         apply: Callable[[Entry, rec.PromptRecord], None] | None = None) -> Result:
+    """What each record becomes, in one pass over `scanned(None)` holding one parsed record at a time (issue 12):
+    tiers 1 and 2 decide as each record passes; a record tier 3 may link waits, by name, until every span is
+    known. The records that change are read again by name and handed to `apply`; without it (a dry run) only
+    counted."""
     root = layout.root
     here = worktree_id(root)
-    result = Result(records=len(entries))
-    decided: dict[int, tuple[str, rec.Link] | None] = {}
-    spans: dict[str, list[int]] = {}  # tier 3: provider session -> indexes of its records
-    for i, entry in enumerate(entries):
-        r = entry.record
-        if r is None:
-            continue
-        ps = r.session
-        if ps and ps not in ev.by_session and _is_here(r, root, here):
-            spans.setdefault(ps, []).append(i)
-        if r.is_linked:
-            continue
-        moment = parse_rfc3339(str(r.started_at))
-        decided[i] = None
-        if not ps or moment is None or ps not in ev.by_session:
-            continue
-        near = [w for w in ev.by_session[ps] if w.touches(moment, now) and (w.provider in (None, r.provider))]
-        # two windows that could hold one moment: refuse to choose; one whose boundary shares the moment's second
-        # orders nothing (an `orphan` said no episode was open then, and a touching window never contradicts it)
-        if len(near) == 1 and near[0].contains(moment, now):
-            decided[i] = (near[0].session_id, near[0].tier)
-    # tier 3: the whole span of a provider session inside exactly one unclaimed closed episode
-    proposals: dict[str, str] = {}
-    for ps, indexes in spans.items():
-        if not any(i in decided for i in indexes):
-            continue  # nothing of this session waits for a link
-        records = [entry.record for entry in (entries[i] for i in indexes) if entry.record is not None]
-        moments = [parse_rfc3339(str(r.started_at)) for r in records]
-        providers = {r.provider for r in records}
-        if any(m is None for m in moments) or len(providers) != 1:
-            continue
-        first, last = min(moments), max(moments)  # type: ignore[type-var]
-        provider = providers.pop()
-        near = [w for w in ev.closed if w.touches(first, now) and w.touches(last, now)  # type: ignore[arg-type]
-                and w.provider in (None, provider)]
-        if len(near) == 1 and near[0].contains(first, now) and near[0].contains(last, now):  # type: ignore[arg-type]
-            proposals[ps] = near[0].session_id
-    taken: dict[str, int] = {}
-    for sid in proposals.values():
-        taken[sid] = taken.get(sid, 0) + 1
-    for ps, sid in proposals.items():
-        if taken[sid] != 1:
-            continue  # one episode is the only candidate of two sessions: at most one is right, so neither
-        for i in spans[ps]:
-            if i in decided:
-                decided[i] = (sid, "ledger")
-    for i, entry in enumerate(entries):
+    result = Result()
+    spans: dict[str, Span] = {}  # tier 3: provider session -> what its records span
+    changes: list[tuple[str, Decision]] = []  # decided, and the record changes: rewritten after the pass
+    deferred: list[tuple[str, str]] = []  # (name, provider session): waiting for tier 3
+    for entry in scanned(None):
+        result.records += 1
         r = entry.record
         if r is None:
             result.refused += 1
             continue
-        if i not in decided:
+        ps = r.session
+        if ps and ps not in ev.by_session and _is_here(r, root, here):
+            span = spans.setdefault(ps, Span())
+            span.waiting = span.waiting or not r.is_linked
+            span.providers.add(r.provider)
+            moment = parse_rfc3339(str(r.started_at))
+            if moment is None:
+                span.timeless = True
+            else:
+                span.first = moment if span.first is None else min(span.first, moment)
+                span.last = moment if span.last is None else max(span.last, moment)
+            if not r.is_linked:
+                deferred.append((entry.name, ps))
+                continue
+        if r.is_linked:
             result.already += 1
             continue
-        change = decided[i]
-        if change is not None:
-            new = replace(r, episode=change[0], episode_link=change[1])
-            result.linked += 1
-        else:
-            new = replace(r, episode=None, episode_link="orphan" if r.episode_link == "orphan" else "unlinked-legacy")
-            result.unlinked += 1
-        new = _complete(new, root, here)
-        if new != r or not entry.pretty:
-            result.changes.append((entry, new))
+        decision: Decision = None
+        moment = parse_rfc3339(str(r.started_at))
+        if ps and moment is not None and ps in ev.by_session:
+            near = [w for w in ev.by_session[ps] if w.touches(moment, now) and (w.provider in (None, r.provider))]
+            # two windows that could hold one moment: refuse to choose; one whose boundary shares the moment's
+            # second orders nothing (an `orphan` said no episode was open then, and a touching window never
+            # contradicts it)
+            if len(near) == 1 and near[0].contains(moment, now):
+                decision = (near[0].session_id, near[0].tier)
+        if _decide(result, entry, r, decision, root, here) is not None:
+            changes.append((entry.name, decision))
+    # tier 3: the whole span of a provider session inside exactly one unclaimed closed episode
+    proposals: dict[str, str] = {}
+    for ps, span in spans.items():
+        if not span.waiting:
+            continue  # nothing of this session waits for a link
+        if span.timeless or len(span.providers) != 1 or span.first is None or span.last is None:
+            continue
+        first, last = span.first, span.last
+        provider = next(iter(span.providers))
+        near = [w for w in ev.closed if w.touches(first, now) and w.touches(last, now)
+                and w.provider in (None, provider)]
+        if len(near) == 1 and near[0].contains(first, now) and near[0].contains(last, now):
+            proposals[ps] = near[0].session_id
+    taken: dict[str, int] = {}
+    for sid in proposals.values():
+        taken[sid] = taken.get(sid, 0) + 1
+    # one episode the only candidate of two sessions: at most one is right, so neither
+    chosen = {ps: sid for ps, sid in proposals.items() if taken[sid] == 1}
+    sessions = dict(deferred)
+    for entry in scanned([name for name, _ in deferred]):
+        if entry.record is None:  # changed under us since the pass: not ours to decide now
+            result.records -= 1
+            continue
+        episode = chosen.get(sessions[entry.name])
+        decision = None if episode is None else (episode, "ledger")
+        if _decide(result, entry, entry.record, decision, root, here) is not None:
+            changes.append((entry.name, decision))
+    result.changed = len(changes)
+    if apply is not None:
+        decisions = dict(changes)
+        for entry in scanned([name for name, _ in changes]):
+            if entry.record is not None:
+                new = _new(entry.record, decisions[entry.name], root, here)
+                if new != entry.record or not entry.pretty:
+                    apply(entry, new)
     return result
+
+
+Decision: TypeAlias = "tuple[str, rec.Link] | None"
+
+
+def _new(r: rec.PromptRecord, decision: Decision, root: Path, here: str) -> rec.PromptRecord:
+    if decision is not None:
+        new = replace(r, episode=decision[0], episode_link=decision[1])
+    else:
+        new = replace(r, episode=None, episode_link="orphan" if r.episode_link == "orphan" else "unlinked-legacy")
+    return _complete(new, root, here)
+
+
+def _decide(result: Result, entry: Entry, r: rec.PromptRecord, decision: Decision, root: Path,
+            here: str) -> rec.PromptRecord | None:
+    """Count one unlinked record's decision; the record it becomes when that changes it, else None."""
+    if decision is not None:
+        result.linked += 1
+    else:
+        result.unlinked += 1
+    new = _new(r, decision, root, here)
+    return new if new != r or not entry.pretty else None
 
 
 def _complete(record: rec.PromptRecord, root: Path, here: str) -> rec.PromptRecord:
@@ -207,11 +255,10 @@ def reconcile(layout: Layout, *, dry_run: bool = False, now: datetime | None = N
     if not has_archive(layout):
         return Result()
     if dry_run:
-        return plan(layout, scan(layout), gather(layout), moment)
+        return plan(layout, lambda names: entries(layout, names), gather(layout), moment)
     with lock_archive(layout):
-        result = plan(layout, scan(layout), gather(layout), moment)
-        for entry, new in result.changes:
-            rewrite(layout, entry, new)
+        result = plan(layout, lambda names: entries(layout, names), gather(layout), moment,
+                      lambda entry, new: rewrite(layout, entry, new))
     ledger.append(layout, "prompts.reconciled", records=result.records, linked=result.linked,
                   unlinked=result.unlinked, refused=result.refused, already_linked=result.already)
     return result

@@ -13,7 +13,7 @@ import time
 
 from majordomus.archive import record as rec
 from majordomus.archive.render import disagreeing, write_renderings
-from majordomus.archive.scan import scan
+from majordomus.archive.scan import entries
 from majordomus.errors import RefusedError
 from majordomus.layout import PRIVATE_DIR, PRIVATE_FILE, Layout, write_atomic
 from majordomus.values import replace
@@ -57,7 +57,7 @@ def render_all(layout: Layout, *, force: bool = False) -> tuple[int, int, list[s
     directory = layout.prompts_dir
     written = failed = 0
     refused: list[str] = []
-    for entry in scan(layout):
+    for entry in entries(layout):  # one record at a time (issue 12)
         if entry.record is None:
             refused.append(entry.name)
             continue
@@ -68,7 +68,9 @@ def render_all(layout: Layout, *, force: bool = False) -> tuple[int, int, list[s
             if not entry.pretty:  # an older one-line record, every member known and scalar: reformat, re-stamp
                 record = replace(record, schema=rec.SCHEMA)
                 write_atomic(entry.path, rec.dumps(record), PRIVATE_FILE)
-            write_renderings(directory, entry.stem, record)
+            # no fsync each: a rendering is rebuilt from its record by this very command (issue 12; the
+            # record's own rewrite above stays durable)
+            write_renderings(directory, entry.stem, record, sync=False)
             written += 2
         except RefusedError:  # a symlink under a rendering's name
             refused.append(entry.name)
