@@ -115,6 +115,26 @@ def diff_stat(layout: Layout, e: Episode) -> tuple[str | None, str]:
     return out.rstrip("\n"), label
 
 
+# -- one episode whole -----------------------------------------------------------------------------------------
+def whole(layout: Layout, e: Episode, prompt_names: list[str]) -> dict[str, Any]:
+    """One episode whole, in the shape of `show --json` (docs/show-command.md) without its `schema`."""
+    prompts = load_prompts(layout, prompt_names)
+    commits = window_commits(layout, e)
+    stat, stat_range = diff_stat(layout, e)
+    resume = resume_of(layout, e)
+    data = e.to_json(len(prompts), layout.root)
+    data.update(start_head=e.start_head, head=current_head(layout, e), compactions=e.compactions,
+                changed_files=list(e.changed_files), truncated=list(e.truncated), detached_at=e.detached_at,
+                last_activity_at=e.last_activity_at, older_schema=e.schema_note)
+    return {"episode": data, "prompts": [pr.to_json() for pr in prompts],
+            "commits": {"source": commits.source, "note": commits.note,
+                        "items": [{"commit": c, "subject": s} for c, s in commits.items]},
+            "diff_stat": {"range": stat_range, "text": stat},
+            "resume": None if resume is None else {"command": resume.command, "session": resume.session,
+                                                   "session_from": resume.session_from,
+                                                   "evidence": resume.evidence, "sentence": resume.sentence}}
+
+
 # -- resuming ------------------------------------------------------------------------------------------------
 @value
 class Resume:
