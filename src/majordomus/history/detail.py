@@ -213,6 +213,18 @@ def _is_ancestor(root: Path, commit: str, of: str) -> bool | None:
     return True if code == 0 else False if code == 1 else None
 
 
+TRAILER = "Majordomus-Episode"
+
+
+def trailer_episodes(layout: Layout, sha: str) -> list[str]:
+    """The episode ids a commit's `Majordomus-Episode` trailers name (`capture install --git`), in order."""
+    code, out = _git(layout.root, "log", "-1", f"--format=%(trailers:key={TRAILER},valueonly,separator=%x00)",
+                     sha, "--")
+    if code != 0:
+        return []
+    return [v.strip() for v in out.strip().split("\x00") if v.strip().startswith("s-")]
+
+
 @value
 class Candidate:
     episode: Episode
@@ -223,6 +235,13 @@ def episodes_of_commit(layout: Layout, episodes: list[Episode], commit: CommitIn
     """The episodes whose window contains the commit: committed between its start and its close (or now, for
     one open in this worktree), reachable from its head and not from its start head. Never by nearness: an
     episode whose heads this clone cannot check is a candidate only when its record lists the commit."""
+    named = trailer_episodes(layout, commit.sha)
+    by_id = {e.id: e for e in episodes}
+    known = [by_id[n] for n in named if n in by_id]
+    if known:
+        return [Candidate(e, f"named by its {TRAILER} trailer: {e.id} (written by the prepare-commit-msg hook "
+                             "while that episode was the one open in its worktree and its turn was running)")
+                for e in known]
     at = commit.committed_at
     now = rfc3339(now_utc())
     out: list[Candidate] = []
