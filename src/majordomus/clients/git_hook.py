@@ -79,7 +79,7 @@ def install_git(root: Path) -> list[str]:
             raise RefusedError(f"{hook} is a hook of yours and {chained} exists already",
                                f"merge the two by hand, or remove {chained}, then run it again")
         os.rename(hook, chained)  # moves a symlink itself, never what it points to
-        lines.append(f"kept your {HOOK} hook as {chained}; it runs first, its exit status as before")
+        lines.append(f"kept your {HOOK} hook as {chained.name}; it runs first, its exit status as before")
     text = hook_text(sys.executable, str(script_path()))
     if ours and hook.read_text(errors="replace") == text:
         return lines + [f"{hook}: already wired (unchanged)"]
