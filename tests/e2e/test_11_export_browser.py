@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e.browser_pinned import CHROMIUM, ensure_installed
 from conftest import RunMajordomus, git
+from e2e.browser_pinned import CHROMIUM, ensure_installed
 from real_clients.pinned import RegistryUnreachable
 
 pytestmark = pytest.mark.slow

@@ -8,10 +8,17 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import git
-from issues.test_11_history import World, world  # noqa: F401  (fixture)
+import pytest
+
+from conftest import RunMajordomus, git
+from issues.test_11_history import World
 
 HOOK = Path(".git/hooks/prepare-commit-msg")
+
+
+@pytest.fixture(name="world")
+def _world(initialised_repo: Path, run_majordomus: RunMajordomus) -> World:
+    return World(initialised_repo, run_majordomus)
 
 
 def _commit(repo: Path, subject: str) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,30 @@ from pathlib import Path
 import pytest
 
 from conftest import RunMajordomus
-from issues.test_11_history import World, history, world  # noqa: F401  (fixtures)
+from issues.test_11_history import World
+
+
+@pytest.fixture(name="world")
+def _world(initialised_repo: Path, run_majordomus: RunMajordomus) -> World:
+    return World(initialised_repo, run_majordomus)
+
+
+@pytest.fixture(name="history")
+def _history(world: World) -> dict[str, str]:
+    """As in test_11_history: an interrupted Claude episode (two prompts, a commit), an interrupted Codex one,
+    and an open one."""
+    ids = {"claude": world.start("claude-1")}
+    world.prompt("claude-1", "rotate the api_key = 'Zx81kd02kdkLLqw0ss9' and fix the tokenizer")
+    ids["commit"] = world.commit("parser.py", "teach the parser unicode")
+    world.prompt("claude-1", "now write the tests for the tokenizer, please")
+    world.end("claude-1", "other")
+    ids["codex"] = world.start("codex-1", "codex")
+    world.prompt("codex-1", "explain the ledger rotation", "codex")
+    ids["codex_commit"] = world.commit("ledger.md", "document the ledger")
+    world.end("codex-1", "other", "codex")
+    ids["open"] = world.start("claude-2")
+    return ids
+
 
 HOSTILE = "look </script><script>alert(1)</script><img src=x onerror=alert(2)> & \"quote\""
 
@@ -63,7 +86,7 @@ def test_o_is_0600_whatever_the_umask_and_replaced_whole(world: World, history: 
     target = tmp_path / "out.html"
     target.write_text("old")
     os.chmod(target, 0o644)
-    done = subprocess.run(["sh", "-c", f'umask 000; exec "$0" "$@"', str(Path(os.environ["PATH"].split(":")[0])
+    done = subprocess.run(["sh", "-c", 'umask 000; exec "$0" "$@"', str(Path(os.environ["PATH"].split(":")[0])
                                                                           / "majordomus"),
                            "export", "--format", "html", "-o", str(target)], cwd=world.repo, capture_output=True,
                           check=False)

@@ -19,9 +19,9 @@ def _give_up(*_: object) -> None:
     os._exit(0)
 
 
-def _members(path: str) -> dict:
+def _members(path: str) -> "dict[str, str]":
     """The flat `key: "value"` lines of an open file (what `episodes.store` writes); nothing else is needed."""
-    out = {}
+    out: "dict[str, str]" = {}
     with open(path, "rb") as fh:  # a file under our own .ai/local, one level, never a link (checked below)
         data = fh.read(65536)
     for line in data.decode("utf-8", "replace").splitlines():
@@ -55,7 +55,7 @@ def episode_to_name(top: str) -> "str | None":
     if os.path.islink(path):
         return None
     members = _members(path)
-    session = members.get("session_id", "")
+    session = str(members.get("session_id", ""))
     if members.get("last_turn") != "running" or not _safe_id(session):
         return None
     return session
@@ -65,7 +65,7 @@ def already_named(message: str) -> bool:
     return any(line.lower().startswith(TRAILER.lower() + ":") for line in message.splitlines())
 
 
-def main(argv: list) -> int:
+def main(argv: "list[str]") -> int:
     signal.signal(signal.SIGALRM, _give_up)
     signal.setitimer(signal.ITIMER_REAL, BUDGET_SECONDS)
     if len(argv) < 2:
@@ -87,5 +87,5 @@ def main(argv: list) -> int:
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv))
-    except BaseException:  # fail open: a commit is never blocked by our part
+    except BaseException:  # noqa: BLE001  (fail open: a commit is never blocked by our part)
         os._exit(0)

@@ -30,7 +30,8 @@ FORMATS = ("md", "json", "html")
 SCHEMA = "majordomus.export/v1"
 
 
-def wholes(layout: Layout, idx: index.Index, episodes: Iterable[Episode], with_prompts: bool) -> Iterator[dict[str, Any]]:
+def wholes(layout: Layout, idx: index.Index, episodes: Iterable[Episode],
+           with_prompts: bool) -> Iterator[dict[str, Any]]:
     """Each episode whole, one at a time; without `with_prompts` every prompt's text is withheld."""
     for e in episodes:
         data = detail.whole(layout, e, idx.prompt_names(e.id))
