@@ -34,6 +34,8 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
     ("episodes",): ("majordomus.commands.browse:episodes_command", "the episodes of this repository, newest first"),
     ("show",): ("majordomus.commands.browse:show_command", "one episode whole, or the episodes a commit was made in"),
     ("search",): ("majordomus.commands.browse:search_command", "search prompts and episodes (SQLite FTS5)"),
+    ("export",): ("majordomus.commands.browse:export_command",
+                  "the episodes as Markdown, JSON or one self-contained HTML page"),
     ("doctor",): ("majordomus.commands.doctor:command", "findings, one per line"),
     ("history",): ("majordomus.commands.layer:history_command", "history --rotate: archive old ledger lines"),
     ("mcp",): ("majordomus.commands.mcp:mcp_command", "the MCP server (stdio, joining the shared HTTP server)"),

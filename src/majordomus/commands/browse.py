@@ -113,28 +113,17 @@ def _show_episode(layout: Layout, e: Episode, as_json: bool) -> int:
     idx = index.opened(layout)
     try:
         _note(idx)
-        prompts = detail.load_prompts(layout, idx.prompt_names(e.id))
+        names = idx.prompt_names(e.id)
     finally:
         idx.close()
+    if as_json:
+        _print_json({"schema": "majordomus.show/v1", **detail.whole(layout, e, names)})
+        return 0
+    prompts = detail.load_prompts(layout, names)
     commits = detail.window_commits(layout, e)
     stat, stat_range = detail.diff_stat(layout, e)
     resume = detail.resume_of(layout, e)
     head = detail.current_head(layout, e)
-    if as_json:
-        data = e.to_json(len(prompts), layout.root)
-        data.update(start_head=e.start_head, head=head, compactions=e.compactions, changed_files=list(e.changed_files),
-                    truncated=list(e.truncated), detached_at=e.detached_at, last_activity_at=e.last_activity_at,
-                    older_schema=e.schema_note)
-        _print_json({"schema": "majordomus.show/v1", "episode": data,
-                     "prompts": [pr.to_json() for pr in prompts],
-                     "commits": {"source": commits.source, "note": commits.note,
-                                 "items": [{"commit": c, "subject": s} for c, s in commits.items]},
-                     "diff_stat": {"range": stat_range, "text": stat},
-                     "resume": None if resume is None else {"command": resume.command, "session": resume.session,
-                                                            "session_from": resume.session_from,
-                                                            "evidence": resume.evidence,
-                                                            "sentence": resume.sentence}})
-        return 0
     colour = text.use_colour(sys.stdout)
     how = e.state
     if e.end_reason or e.last_turn:
@@ -270,3 +259,45 @@ def search_command(ctx: Context, argv: list[str]) -> int:
 
 def _marked(snippet: str, on: str, off: str) -> str:
     return " ".join(snippet.replace(index.OPEN, on).replace(index.CLOSE, off).split())
+
+
+# -- export ---------------------------------------------------------------------------------------------------
+def _chosen_by_ids(episodes: list[Episode], wanted: list[str]) -> list[Episode]:
+    chosen: dict[str, Episode] = {}
+    for arg in wanted:
+        found = by_prefix(episodes, arg)
+        if not found:
+            raise MissingError(f"no episode id starts with '{arg}'", "run majordomus episodes to see the ids")
+        if len(found) > 1:
+            names = ", ".join(f"{e.id} ({e.state}, {text.when(e.started_at)})" for e in found[:20])
+            more = f" and {len(found) - 20} more" if len(found) > 20 else ""
+            raise UsageError(f"'{arg}' is ambiguous: it names {len(found)} episodes: {names}{more}",
+                             "give more of the id")
+        chosen.setdefault(found[0].id, found[0])
+    return [e for e in episodes if e.id in chosen]  # newest first, as everywhere
+
+
+def export_command(ctx: Context, argv: list[str]) -> int:
+    from majordomus.history import export
+
+    p = _filter_parser("export", "The episodes as Markdown (md), JSON (json) or one self-contained HTML page "
+                                 "(html); prompt texts only with --with-prompts.")
+    p.add_argument("--format", choices=export.FORMATS, default="md", help="md (default), json or html")
+    p.add_argument("-o", "--output", metavar="FILE", help="write here (0600, replaced whole) instead of stdout")
+    p.add_argument("--with-prompts", action="store_true", help="include the prompt texts (private by default)")
+    p.add_argument("episode", nargs="*", help="episode ids or prefixes (default: every episode the filters admit)")
+    args = p.parse_args(argv)
+    filters = _filters(args)
+    fmt = "json" if (ctx.json or args.json) and args.format == "md" and "--format" not in argv else args.format
+    layout = Layout(ctx.root).require()
+    episodes = all_episodes(layout)
+    if args.episode:
+        episodes = _chosen_by_ids(episodes, args.episode)
+    chosen = select(episodes, filters)
+    filtered = bool(args.episode) or filters != Filters()
+    out = export.Output(args.output, sys.stdout)
+    n = export.export(layout, chosen, fmt, out, with_prompts=args.with_prompts, filtered=filtered)
+    if args.output:
+        print(f"majordomus: {n} episode(s) written to {args.output} ({fmt}, mode 0600"
+              f"{', with prompt texts' if args.with_prompts else ', prompt texts withheld'})", file=sys.stderr)
+    return 0

@@ -1,15 +1,26 @@
-"""`majordomus capture install --provider P`: wire a client, and say what changed."""
+"""`majordomus capture install --provider P` / `--git`: wire a client (or git), and say what changed."""
 
 from __future__ import annotations
 
 from majordomus.clients.install import install
 from majordomus.commands.context import Context, parser
+from majordomus.errors import UsageError
 
 
 def command(ctx: Context, argv: list[str]) -> int:
-    p = parser("capture install", "Wire a client: merge majordomus's hook entries and MCP server entry into its files.")
-    p.add_argument("--provider", required=True)
+    p = parser("capture install", "Wire a client: merge majordomus's hook entries and MCP server entry into its "
+                                  "files; --git: a prepare-commit-msg hook naming the episode of a commit.")
+    p.add_argument("--provider")
+    p.add_argument("--git", action="store_true", help="add the prepare-commit-msg hook (Majordomus-Episode trailer)")
     args = p.parse_args(argv)
-    for line in install(ctx.root, args.provider):
-        print(line)
+    if not args.provider and not args.git:
+        raise UsageError("capture install needs --provider P or --git", "e.g. majordomus capture install --git")
+    if args.provider:
+        for line in install(ctx.root, args.provider):
+            print(line)
+    if args.git:
+        from majordomus.clients.git_hook import install_git
+
+        for line in install_git(ctx.root):
+            print(line)
     return 0

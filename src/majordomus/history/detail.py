@@ -115,6 +115,26 @@ def diff_stat(layout: Layout, e: Episode) -> tuple[str | None, str]:
     return out.rstrip("\n"), label
 
 
+# -- one episode whole -----------------------------------------------------------------------------------------
+def whole(layout: Layout, e: Episode, prompt_names: list[str]) -> dict[str, Any]:
+    """One episode whole, in the shape of `show --json` (docs/show-command.md) without its `schema`."""
+    prompts = load_prompts(layout, prompt_names)
+    commits = window_commits(layout, e)
+    stat, stat_range = diff_stat(layout, e)
+    resume = resume_of(layout, e)
+    data = e.to_json(len(prompts), layout.root)
+    data.update(start_head=e.start_head, head=current_head(layout, e), compactions=e.compactions,
+                changed_files=list(e.changed_files), truncated=list(e.truncated), detached_at=e.detached_at,
+                last_activity_at=e.last_activity_at, older_schema=e.schema_note)
+    return {"episode": data, "prompts": [pr.to_json() for pr in prompts],
+            "commits": {"source": commits.source, "note": commits.note,
+                        "items": [{"commit": c, "subject": s} for c, s in commits.items]},
+            "diff_stat": {"range": stat_range, "text": stat},
+            "resume": None if resume is None else {"command": resume.command, "session": resume.session,
+                                                   "session_from": resume.session_from,
+                                                   "evidence": resume.evidence, "sentence": resume.sentence}}
+
+
 # -- resuming ------------------------------------------------------------------------------------------------
 @value
 class Resume:
@@ -193,6 +213,18 @@ def _is_ancestor(root: Path, commit: str, of: str) -> bool | None:
     return True if code == 0 else False if code == 1 else None
 
 
+TRAILER = "Majordomus-Episode"
+
+
+def trailer_episodes(layout: Layout, sha: str) -> list[str]:
+    """The episode ids a commit's `Majordomus-Episode` trailers name (`capture install --git`), in order."""
+    code, out = _git(layout.root, "log", "-1", f"--format=%(trailers:key={TRAILER},valueonly,separator=%x00)",
+                     sha, "--")
+    if code != 0:
+        return []
+    return [v.strip() for v in out.strip().split("\x00") if v.strip().startswith("s-")]
+
+
 @value
 class Candidate:
     episode: Episode
@@ -203,6 +235,13 @@ def episodes_of_commit(layout: Layout, episodes: list[Episode], commit: CommitIn
     """The episodes whose window contains the commit: committed between its start and its close (or now, for
     one open in this worktree), reachable from its head and not from its start head. Never by nearness: an
     episode whose heads this clone cannot check is a candidate only when its record lists the commit."""
+    named = trailer_episodes(layout, commit.sha)
+    by_id = {e.id: e for e in episodes}
+    known = [by_id[n] for n in named if n in by_id]
+    if known:
+        return [Candidate(e, f"named by its {TRAILER} trailer: {e.id} (written by the prepare-commit-msg hook "
+                             "while that episode was the one open in its worktree and its turn was running)")
+                for e in known]
     at = commit.committed_at
     now = rfc3339(now_utc())
     out: list[Candidate] = []
