@@ -55,7 +55,8 @@ def test_the_token_is_long_random_private_and_never_logged(initialised_repo: Pat
             assert secret not in proc.stderr and secret[:12] not in proc.stderr
             seen.append(secret)
     assert seen[0] != seen[1]
-    tracked = subprocess.run(["git", "-C", str(initialised_repo), "grep", "-I", "-l", "-e", seen[1]], capture_output=True)
+    tracked = subprocess.run(["git", "-C", str(initialised_repo), "grep", "-I", "-l", "-e", seen[1]],
+                             capture_output=True)
     assert tracked.returncode == 1, tracked.stderr  # in no tracked file (-e: a token may begin with "-")
 
 
