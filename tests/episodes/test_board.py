@@ -31,6 +31,9 @@ class FakeDriver:
     def mark(self, external_id: str, *, held: bool, attachments: int | None = None, **_: object) -> None:
         self.calls.append(("mark", external_id, "held" if held else "detached"))
 
+    def ended(self, external_id: str) -> None:
+        self.calls.append(("ended", external_id))
+
 
 class Clock:
     def __init__(self) -> None:

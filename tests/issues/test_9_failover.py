@@ -116,3 +116,51 @@ def test_a_malformed_bridge_pid_header_is_refused_with_a_sentence(initialised_re
         assert response.status_code == 400
         assert "X-Majordomus-Bridge-Pid" in response.json()["error"]["message"]
 
+
+
+def _gone_under_a_dead_server(repo: Path, reason: str, arguments: dict[str, str]) -> tuple[dict, str]:
+    """The holder carries out the silent client's detach and dies before answering (its end is drawn through
+    `capture session` with the reason the board gives, as the dead server did); the bridge then retries the
+    detach on the next server, after its replay found the episode gone. The retry's answer, and the stderr."""
+    with McpProcess(repo, "--http-port", "0", env=QUIET) as holder:
+        holder.url()
+        holder.request(initialize("holder"))
+        first, silent = bridged(repo, "first", "ep-first"), bridged(repo, "silent", "ep-lost")
+        try:
+            os.kill(holder.proc.pid, signal.SIGKILL)
+            holder.proc.wait(timeout=10)
+            structured(first.request(call(3, "majordomus_episodes"), timeout=30))
+            ended = subprocess.run([str(MAJORDOMUS), "capture", "session", "--provider", "generic", "--event", "end"],
+                                   cwd=repo, input=('{"session_id": "ep-lost", "reason": "%s"}' % reason).encode(),
+                                   capture_output=True, timeout=60)
+            assert ended.returncode == 0, ended.stderr
+            answer = silent.request(call(3, "majordomus_session_detach", arguments), timeout=30)
+            assert "re-attached to the shared server at" in silent.stderr
+            return answer, silent.stderr
+        finally:
+            for client in (first, silent):
+                client.kill()
+
+
+@pytest.mark.parametrize("arguments", [{}, {"external_id": "ep-lost"}], ids=["its-own", "named"])
+def test_a_detach_whose_answer_died_with_its_server_is_answered_on_the_bridges_retry(
+        initialised_repo: Path, arguments: dict[str, str]) -> None:
+    """Found by the soak: the record said `closed` (right), the client was told "holds no episode" (wrong)."""
+    answer, _ = _gone_under_a_dead_server(initialised_repo, "detach", arguments)
+    episode = structured(answer)["episode"]
+    assert episode["external_id"] == "ep-lost" and episode["provider"] == "generic"
+    assert episode["repository"].startswith("episode closed (closed, reason detach) into .ai/repo/sessions/")
+    (record,) = [r for r in records(initialised_repo).values() if r["end_reason"] == "detach"]
+    assert episode["opened_at"] == record["started_at"]
+    assert episode["repository"].endswith(".md") and Path(episode["repository"].rsplit(" ", 1)[1]).name in \
+        {Path(p).name for p in records(initialised_repo)}
+    assert len(records(initialised_repo)) == 1  # nothing opened, nothing closed twice
+
+
+def test_a_retried_detach_of_an_episode_that_ended_otherwise_is_refused_with_the_truth(initialised_repo: Path
+                                                                                      ) -> None:
+    answer, _ = _gone_under_a_dead_server(initialised_repo, "expired", {})
+    assert answer["result"]["isError"] is True
+    text = answer["result"]["content"][0]["text"]
+    assert "ep-lost" in text and "interrupted" in text and "expired" in text, text
+    assert len(records(initialised_repo)) == 1

@@ -16,6 +16,7 @@ from majordomus.capabilities.registry import (
 )
 from majordomus.capabilities.text import EXTERNAL_ID_PATTERN
 from majordomus.clients.providers import load_providers
+from majordomus.episodes.board import Ended
 
 EXTERNAL_ID_MAX = 1024
 WHY = "it is what a reconnecting client is recognised by"
@@ -140,6 +141,9 @@ def detach(services: Services, caller: Caller, args: JsonObject) -> JsonObject |
             return {"episode": bound, "hooks": HOOKS_END}
         held = services.board.of_peer(caller.peer)
         if held is None:
+            ended = services.board.ended(peer=caller.peer)
+            if ended is not None:  # its server closed it and died before answering: this is the retry
+                return _ended(*ended)
             return Refusal("refused", f"peer {caller.peer} holds no episode; call majordomus_session_attach first, "
                                       "or name the episode to close")
         external_id = held["external_id"]
@@ -148,11 +152,23 @@ def detach(services: Services, caller: Caller, args: JsonObject) -> JsonObject |
         bound = services.board.unbind(external_id=external_id)
         if bound is not None:
             return {"episode": bound, "hooks": HOOKS_END}
+        ended = services.board.ended(external_id=external_id)
+        if ended is not None:
+            return _ended(*ended)
         return Refusal("not_found", f"no episode '{external_id}' on this server")
     handle = services.peers.find_handle(external_id)
     if handle is not None:  # a stateless peer is nothing but its handle: it leaves with its episode
         services.peers.remove(handle.id)
     return {"episode": episode}
+
+
+def _ended(view: JsonObject, ended: Ended) -> JsonObject | Refusal:
+    """A detach that finds its episode closed already: done, when it was closed by a detach (a retry whose first
+    answer died with its server); otherwise the truth of how it ended, and nothing closed."""
+    if ended.reason == "detach":
+        return {"episode": view}
+    return Refusal("not_found", f"the episode of {ended.external_id!r} ended before this detach ({ended.line}); "
+                                "nothing was closed now")
 
 
 _TAGS = ("episodes", "session", "coordination")
@@ -235,7 +251,9 @@ CAPABILITIES: tuple[Capability, ...] = (
         title="Detach (close) an episode",
         description="End an episode on purpose: it is closed through `capture session --event end` with reason "
                     "`detach`, so its record says `outcome: closed`. Without `external_id` it closes the episode "
-                    "the caller's connection holds.",
+                    "the caller's connection holds. A detach whose episode a detach closed already (a bridge's "
+                    "retry after its server died before answering) answers with that closed episode and closes "
+                    "nothing again.",
         input_schema={
             "type": "object",
             "properties": {"external_id": {**_EXTERNAL_ID, "description":
@@ -259,6 +277,8 @@ CAPABILITIES: tuple[Capability, ...] = (
                 ("refused", "peer <pN> holds no episode; call majordomus_session_attach first, or name the episode "
                             "to close"),
                 ("refused", DETACH_STATELESS),
+                ("not_found", "the episode of '<id>' ended before this detach (episode closed (interrupted, "
+                              "reason expired) into <record>); nothing was closed now"),
                 ("not_found", "no episode '<id>' on this server")),
     ),
 )

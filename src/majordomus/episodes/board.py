@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from majordomus import ledger
 from majordomus.episodes.boundary import set_connection_state
 from majordomus.episodes.hook import SessionReport, run_payload
 from majordomus.episodes.sittings import HookSitting
 from majordomus.episodes.store import CONNECTION_PROVIDER, read_open
-from majordomus.identity import now_utc, rfc3339
+from majordomus.identity import now_utc, parse_rfc3339, rfc3339, session_key
 from majordomus.layout import Layout
 
 CloseReason = Literal["detach", "expired", "shutdown"]
@@ -39,6 +40,24 @@ class Opened:
     gone: bool = False  # a resume-only attach (a bridge's replay) found no open episode, and opened none
 
 
+@dataclass(frozen=True)
+class Ended:
+    """A connection episode's close as the ledger has it: what its detach answered, or would have."""
+
+    external_id: str
+    opened_at: str
+    closed_at: str
+    outcome: str
+    reason: str | None
+    record: str
+
+    @property
+    def line(self) -> str:
+        """The report line its close printed (`close_episode`'s own words)."""
+        because = f"reason {self.reason}" if self.reason else "no reason given"
+        return f"episode closed ({self.outcome}, {because}) into {self.record}"
+
+
 class Driver(Protocol):
     """The board's one way into the episode record: `capture session --provider generic`."""
 
@@ -52,6 +71,9 @@ class Driver(Protocol):
              ) -> None:
         """Record in the open file who holds the episode now (and its attachment count, and the bridge its
         client speaks through), or when it was detached."""
+
+    def ended(self, external_id: str) -> Ended | None:
+        """The close of the newest episode of `external_id`, when it is closed; None while open or never seen."""
 
 
 class CaptureDriver:
@@ -104,6 +126,27 @@ class CaptureDriver:
         except Exception:  # noqa: BLE001 - a lost mark only shortens nothing: recover stamps it later
             return
 
+    def ended(self, external_id: str) -> Ended | None:
+        key = session_key(external_id)
+        started: dict[str, Any] | None = None
+        closed: dict[str, Any] | None = None
+        for line in ledger.read(Layout(self.root)):  # oldest first: the newest start of this id wins
+            event = line.get("event")
+            named = line.get("provider_session")
+            if event == "session.started" and line.get("provider") == CONNECTION_PROVIDER \
+                    and isinstance(named, str) and session_key(named) == key:
+                started, closed = line, None
+            elif event == "session.closed" and started is not None and line.get("session") == started.get("session"):
+                closed = line
+        if started is None or closed is None:
+            return None
+        fields = (started.get("ts"), closed.get("ts"), closed.get("outcome"), closed.get("session_path"))
+        if not all(isinstance(f, str) and f for f in fields):
+            return None
+        reason = closed.get("reason")
+        return Ended(external_id, str(fields[0]), str(fields[1]), str(fields[2]),
+                     reason if isinstance(reason, str) else None, str(fields[3]))
+
 
 @dataclass
 class _Bound:
@@ -149,6 +192,7 @@ class Board:
         self._held: dict[str, str] = {}  # peer → external_id: a connection holds at most one episode
         self._key_locks: dict[str, threading.Lock] = {}
         self._bound: dict[str, _Bound] = {}  # peer → the hook episode its attach named (one sitting, one episode)
+        self._gone: dict[str, str] = {}  # peer → the external id its replayed attach found closed meanwhile
 
     # -- views -------------------------------------------------------------------------------
 
@@ -234,6 +278,7 @@ class Board:
             return self._bind(peer, external_id, sitting)
         with self._lock:
             self._bound.pop(peer, None)
+            self._gone.pop(peer, None)
         if replay:
             return self.resume(peer, external_id, bridge=bridge)
         view, resumed = self.attach(peer, external_id, bridge=bridge)
@@ -244,7 +289,27 @@ class Board:
         """A bridge's replay after failover: resume the episode its client holds, or, when it was closed
         meanwhile, say so and open nothing."""
         done = self._attach(peer, external_id, bridge=bridge, resume_only=True)
-        return (None, False, None) if done is None else (done[0], done[1], None)
+        if done is None:
+            with self._lock:  # its client may retry a detach the dead server carried out: see `ended`
+                self._gone[peer] = external_id
+            return None, False, None
+        return done[0], done[1], None
+
+    def ended(self, *, peer: str | None = None, external_id: str | None = None
+              ) -> tuple[dict[str, Any], Ended] | None:
+        """The closed episode a detach finds instead of an open one: the one `peer`'s replayed attach found gone,
+        or the one named. Its view, as its close answered it (the attachment count died with its server), and
+        how it ended; None when there is none."""
+        with self._lock:
+            key = self._gone.get(peer) if peer is not None else external_id
+        ended = self.driver.ended(key) if key is not None else None
+        if ended is None:
+            return None
+        closed = parse_rfc3339(ended.closed_at)
+        ago = max(0, int((now_utc() - closed).total_seconds())) if closed is not None else 0
+        return {"external_id": ended.external_id, "provider": CONNECTION_PROVIDER, "opened_at": ended.opened_at,
+                "last_activity_seconds_ago": ago, "attachments": 1, "state": "detached",
+                "repository": ended.line}, ended
 
     def _bind(self, peer: str, external_id: str, sitting: HookSitting) -> tuple[dict[str, Any] | None, bool, str]:
         """The attach is a hook sitting: release what the peer held, hold the hook episode (never write it)."""
@@ -354,6 +419,7 @@ class Board:
         """The connection of `peer` is gone: its episode becomes detached, not closed."""
         with self._lock:
             self._bound.pop(peer, None)  # a hook sitting's episode is the client's: nothing to detach
+            self._gone.pop(peer, None)
             key = self._held.get(peer)
             if key is None:
                 return []

@@ -18,7 +18,7 @@ from majordomus import __version__
 from majordomus.capabilities.catalogue import default_registry
 from majordomus.capabilities.peer_board import PeerBoard
 from majordomus.capabilities.registry import Registry, Services
-from majordomus.episodes.board import Board, CaptureDriver, CloseReason, Opened
+from majordomus.episodes.board import Board, CaptureDriver, CloseReason, Ended, Opened
 from majordomus.episodes.sittings import HookSitting, hook_sitting
 from majordomus.errors import MajordomusError
 from majordomus.layout import Layout
@@ -95,6 +95,10 @@ class _AfterRecovery:
         if not self.stopping.is_set():
             self.ready.wait(30)
         self.driver.mark(external_id, held=held, attachments=attachments, bridge=bridge)
+
+    def ended(self, external_id: str) -> Ended | None:
+        self.ready.wait(30)
+        return self.driver.ended(external_id)
 
 
 class Runtime:
