@@ -51,6 +51,9 @@ _STRONG = frozenset("0123456789!#$%^&*@")  # a digit or a shell-special characte
 
 # From this length on, a rule's pattern has been compiled anyway and one scan by it beats several hint scans.
 LONG_TEXT = 65536
+# Trying a pattern at one hinted start costs Python ~2 us; `re` scanning one character costs ~30 ns. A text with
+# more than one hint per this many characters ('Basic ' x 150k) is scanned whole: the same spans, in C.
+DENSE_HINTS = 64
 # The start of a name that ends at a given position: at most 64 name characters, not preceded by one.
 _NAME_TAIL = r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{1,64}\Z"
 # Placeholder passwords in URL user-info: a word that names the field, not a value.
@@ -91,6 +94,8 @@ class Rule:
 
         `lowered` is the text lowercased with the same length."""
         if self.anchor == "hint":
+            if sum(lowered.count(hint) for hint in self.hints) * DENSE_HINTS > len(lowered):
+                return None
             return self._hint_starts(lowered)
         if self.anchor == "name":
             return _located(self.locate, text, lowered, {} if located is None else located)
@@ -134,7 +139,9 @@ def _entropy(span: str) -> float:
 
 
 def _is_placeholder(span: str) -> bool:
-    return len(set(span)) < MIN_DISTINCT_CHARACTERS or len(set(span[-TAIL_LENGTH:])) < MIN_DISTINCT_IN_TAIL
+    # the head's distinct characters bound the whole's from below: a long span rarely needs its whole set
+    return (len(set(span[-TAIL_LENGTH:])) < MIN_DISTINCT_IN_TAIL
+            or (len(set(span[:64])) < MIN_DISTINCT_CHARACTERS and len(set(span)) < MIN_DISTINCT_CHARACTERS))
 
 
 def _opaque(match: re.Match[str], span: str) -> bool:
@@ -217,6 +224,12 @@ def rule_spans(rule: Rule, text: str, lowered: str | None = None,
         return  # nothing to try: the pattern is not even compiled (the assignment one costs a hook ~10 ms)
     pattern = rule.pattern
     has_secret = "secret" in pattern.groupindex
+    if starts is None and not rule.check:  # every match claims its span: `re` walks them itself
+        for match in pattern.finditer(text):
+            first, last = match.span("secret") if has_secret else match.span()
+            if first < last and not _is_placeholder(text[first:last]):
+                yield first, last
+        return
     end = 0
     candidates = iter(starts) if starts is not None else None
     position = 0
@@ -258,6 +271,12 @@ def _find_spans(text: str, rules: list[Rule], use_hints: bool = True) -> list[tu
     located: dict[tuple[str, ...], list[int]] = {}
     for rule in rules:
         if use_hints and not rule.may_match(text, lowered):
+            continue
+        if not starts:  # the first rule that fires takes all its spans: they are sorted and never overlap
+            for start, end in rule_spans(rule, text, aligned, located):
+                starts.append(start)
+                ends.append(end)
+            names.extend([rule.name] * (len(starts) - len(names)))
             continue
         for start, end in rule_spans(rule, text, aligned, located):
             # Accepted spans never overlap, so their ends are sorted like their starts.

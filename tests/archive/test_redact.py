@@ -488,6 +488,25 @@ def test_the_hints_hide_no_match_in_the_corpus_or_the_samples() -> None:
     assert len(texts) > 100
     for text in texts:
         assert redact(text) == redact(text, use_hints=False), text
+        # padded, a text's hints are sparse: each is tried where it stands, not by a scan of the whole text
+        padded = f"{PADDING}\n{text}\n{PADDING}"
+        assert redact(padded) == redact(padded, use_hints=False), text
+
+
+# ordinary prose long enough that one hint in it is sparse (fewer than one per redact.DENSE_HINTS characters)
+PADDING = "Please look at the failing test in the layout module and tell me why it fails on CI only. " * 12
+
+
+def test_a_text_dense_with_hints_is_scanned_whole_with_the_same_result() -> None:
+    """'Basic ' x 150k: trying the pattern at every hinted start cost 6x prose; a whole scan gives the same."""
+    rule = next(r for r in load_rules() if r.name == "basic-auth")
+    dense = "Basic " * 2000 + "Basic RmFrZVVzZXI6RmFrZTBQYXNzd29yZDE="
+    assert rule.starts(dense, dense.lower()) is None
+    sparse = PADDING + dense[-40:]
+    assert rule.starts(sparse, sparse.lower()) == [len(PADDING) + 2]
+    for text in (dense, sparse):
+        assert redact(text) == redact(text, use_hints=False)
+        assert redact(text)[0].endswith("[redacted:basic-auth]")
 
 
 @given(st.lists(st.sampled_from(["sk-ant-", "sk-", "ghp_", "github_pat_", "AKIA", "ASIA", "AIza", "xoxb-", "sk_live_",
@@ -501,6 +520,8 @@ def test_the_hints_hide_no_match_in_the_corpus_or_the_samples() -> None:
 @settings(max_examples=400, deadline=None)
 def test_the_hints_never_change_the_result(text: str) -> None:
     assert redact(text) == redact(text, use_hints=False)
+    padded = f"{PADDING}{text}{PADDING}"  # sparse hints: the anchored starts, not the whole scan
+    assert redact(padded) == redact(padded, use_hints=False)
 
 
 # -- fields from outside (issue 10) ------------------------------------------------------------------
