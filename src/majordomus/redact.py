@@ -225,8 +225,8 @@ def rule_spans(rule: Rule, text: str, lowered: str | None = None,
     pattern = rule.pattern
     has_secret = "secret" in pattern.groupindex
     if starts is None and not rule.check:  # every match claims its span: `re` walks them itself
-        for match in pattern.finditer(text):
-            first, last = match.span("secret") if has_secret else match.span()
+        for each in pattern.finditer(text):
+            first, last = each.span("secret") if has_secret else each.span()
             if first < last and not _is_placeholder(text[first:last]):
                 yield first, last
         return
