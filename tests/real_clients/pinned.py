@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,31 +110,49 @@ def reach_registry(cache: Path) -> None:
 
 def install(cache: Path) -> None:
     """Install every pin exactly, into a fresh folder beside the cache, then move it into place."""
+    install_pins(cache, "majordomus-real-clients", PINS, STAMP, timeout=900, first=reach_registry,
+                 then=link_claude_binary)
+
+
+def install_pins(cache: Path, name: str, pins: dict[str, str], stamp: str, *, timeout: float = 600,
+                 first: Callable[[Path], None] | None = None, then: Callable[[Path], None] | None = None) -> None:
+    """The one npm installer of the tests: `pins` exactly, into a staging folder beside `cache` (`first` and
+    `then` run in it before and after npm), then moved into place with `stamp` naming the pins. A failed install
+    leaves no half folder; an unreachable registry is `RegistryUnreachable`, anything else `InstallFailed`."""
     cache.parent.mkdir(parents=True, exist_ok=True)
     staging = cache.with_name(f"{cache.name}.partial-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     try:
-        reach_registry(staging)
-        manifest = {"name": "majordomus-real-clients", "private": True, "version": "0.0.0",
-                    "dependencies": dict(PINS)}
+        if first is not None:
+            first(staging)
+        manifest = {"name": name, "private": True, "version": "0.0.0", "dependencies": dict(pins)}
         (staging / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
         # --ignore-scripts: the packages ship their binaries; no install script may fetch anything else
         done = run_npm(["install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"], staging,
-                       timeout=900)
+                       timeout=timeout)
         if done.returncode != 0:
             code = UNREACHABLE.search(done.stderr)
             if code:
                 raise RegistryUnreachable(f"the npm registry cannot be reached (npm install says {code.group(1)})")
-            raise InstallFailed(f"npm install of the pinned clients failed: {tail(done.stderr)}")
-        link_claude_binary(staging)
+            raise InstallFailed(f"npm install of {', '.join(pins)} failed: {tail(done.stderr)}")
+        if then is not None:
+            then(staging)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)  # a failed install leaves no half folder
+        shutil.rmtree(staging, ignore_errors=True)
         raise
     shutil.rmtree(staging / NPM_CACHE, ignore_errors=True)
-    (staging / STAMP).write_text(json.dumps(PINS) + "\n")
+    (staging / stamp).write_text(json.dumps(pins) + "\n")
     shutil.rmtree(cache, ignore_errors=True)
     staging.rename(cache)
+
+
+def pinned_at(cache: Path, stamp: str, pins: dict[str, str], *needed: str) -> bool:
+    """The cache holds exactly `pins` (its stamp says so) and every `needed` path under it."""
+    try:
+        return json.loads((cache / stamp).read_text()) == pins and all((cache / n).exists() for n in needed)
+    except (OSError, ValueError):
+        return False
 
 
 def link_claude_binary(root: Path) -> None:

@@ -11,10 +11,8 @@ Node of the real clients; only an unreachable registry skips it.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from mcp_support import McpProcess, TokenProxy, initialize
-from real_clients.pinned import NPM_CACHE, UNREACHABLE, Installed, InstallFailed, RegistryUnreachable, run_npm, tail
+from real_clients.pinned import Installed, RegistryUnreachable, install_pins, pinned_at
 
 SUITE, VERSION = "@modelcontextprotocol/conformance", "0.1.16"
 CACHE = Path(sys.prefix) / "conformance"
@@ -32,31 +30,9 @@ PASSING = {"server-initialize", "ping", "tools-list", "dns-rebinding-protection"
 
 def ensure_suite(cache: Path = CACHE) -> Path:
     """The suite's executable, installed (once, then found in the cache) at its pinned version."""
-    runner = cache / "node_modules" / ".bin" / "conformance"
-    stamp = cache / "pin.json"
-    if runner.exists() and stamp.exists() and json.loads(stamp.read_text()) == {SUITE: VERSION}:
-        return runner
-    staging = cache.with_name(f"{cache.name}.partial-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    try:
-        (staging / "package.json").write_text(json.dumps({"name": "majordomus-conformance", "private": True,
-                                                          "version": "0.0.0", "dependencies": {SUITE: VERSION}}))
-        done = run_npm(["install", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"], staging,
-                       timeout=600)
-        if done.returncode != 0:
-            code = UNREACHABLE.search(done.stderr)
-            if code:
-                raise RegistryUnreachable(f"the npm registry cannot be reached (npm install says {code.group(1)})")
-            raise InstallFailed(f"npm install of {SUITE}@{VERSION} failed: {tail(done.stderr)}")
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    shutil.rmtree(staging / NPM_CACHE, ignore_errors=True)
-    (staging / "pin.json").write_text(json.dumps({SUITE: VERSION}))
-    shutil.rmtree(cache, ignore_errors=True)
-    staging.rename(cache)
-    return runner
+    if not pinned_at(cache, "pin.json", {SUITE: VERSION}, "node_modules/.bin/conformance"):
+        install_pins(cache, "majordomus-conformance", {SUITE: VERSION}, "pin.json")
+    return cache / "node_modules" / ".bin" / "conformance"
 
 
 @pytest.fixture(scope="module")
