@@ -22,80 +22,50 @@ PRIVATE_FILE = 0o600
 PRIVATE_DIR = 0o700
 
 
+class _Under:
+    """A path of the layout: `child` under another of its paths (or its root), joined once per layout. A hook
+    and an attach ask for these dozens of times each, and every pathlib join costs a few microseconds."""
+
+    def __init__(self, parent: str, child: str) -> None:
+        self.parent = parent
+        self.child = child
+        self.key = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = f"_{name}"
+
+    def __get__(self, layout: Layout, owner: type | None = None) -> Path:
+        memo = layout.__dict__  # a frozen record's own dictionary: not a field, never compared or hashed
+        found: Path | None = memo.get(self.key)
+        if found is None:
+            found = memo[self.key] = getattr(layout, self.parent) / self.child
+        return found
+
+
 @value
 class Layout:
     """The `.ai/` layer of one worktree. Only paths: nothing here touches the disk."""
 
     root: Path
 
-    @property
-    def ai(self) -> Path:
-        return self.root / ".ai"
-
-    @property
-    def repo_dir(self) -> Path:
-        return self.ai / "repo"
-
-    @property
-    def policy_file(self) -> Path:
-        return self.repo_dir / "policy.yaml"
-
-    @property
-    def sessions_dir(self) -> Path:
-        return self.repo_dir / "sessions"
-
-    @property
-    def local(self) -> Path:
-        return self.ai / "local"
-
-    @property
-    def state(self) -> Path:
-        return self.local / "state"
-
-    @property
-    def ledger_file(self) -> Path:
-        return self.state / "ledger.jsonl"
-
-    @property
-    def sessions_open(self) -> Path:
-        return self.state / "sessions-open"
-
-    @property
-    def session_current(self) -> Path:
-        return self.state / "session-current.yaml"
-
-    @property
-    def locks(self) -> Path:
-        return self.state / "locks"
-
-    @property
-    def mcp_dir(self) -> Path:
-        return self.state / "mcp"
-
-    @property
-    def lease_file(self) -> Path:
-        return self.mcp_dir / "server.json"
-
-    @property
-    def policy_cache(self) -> Path:
-        return self.state / "policy.cache.json"
-
-    @property
-    def contexts_dir(self) -> Path:
-        return self.local / "session-contexts"
-
-    @property
-    def context_log(self) -> Path:
-        """The log beside the working contexts: every failure of `capture session` lands here."""
-        return self.contexts_dir / ".session-context.log"
-
-    @property
-    def prompts_dir(self) -> Path:
-        return self.local / "prompts"
-
-    @property
-    def capture_log(self) -> Path:
-        return self.prompts_dir / ".capture.log"
+    ai = _Under("root", ".ai")
+    repo_dir = _Under("ai", "repo")
+    policy_file = _Under("repo_dir", "policy.yaml")
+    sessions_dir = _Under("repo_dir", "sessions")
+    local = _Under("ai", "local")
+    state = _Under("local", "state")
+    ledger_file = _Under("state", "ledger.jsonl")
+    sessions_open = _Under("state", "sessions-open")
+    session_current = _Under("state", "session-current.yaml")
+    locks = _Under("state", "locks")
+    mcp_dir = _Under("state", "mcp")
+    lease_file = _Under("mcp_dir", "server.json")
+    policy_cache = _Under("state", "policy.cache.json")
+    contexts_dir = _Under("local", "session-contexts")
+    # the log beside the working contexts: every failure of `capture session` lands here
+    context_log = _Under("contexts_dir", ".session-context.log")
+    prompts_dir = _Under("local", "prompts")
+    capture_log = _Under("prompts_dir", ".capture.log")
 
     def open_file(self, key: str) -> Path:
         """The open-episode file of a provider-session key (already sanitised by identity)."""

@@ -102,7 +102,8 @@ def _draw(layout: Layout, prov: Provider, row: SessionRow, event: str, data: dic
         if event == "start":
             from majordomus.episodes import starting  # only a start leaves the mark a racing prompt waits for
 
-            started = starting.mark(layout, boundary.provider_session)
+            # a server's attach has no prompt hook racing it: no connection runs one (saves 8 syscalls an attach)
+            started = starting.mark(layout, boundary.provider_session) if held_by is None else None
             try:
                 # a hook names the client process that ran it: an attach from that sitting finds this episode
                 client = client_process() if held_by is None else None
