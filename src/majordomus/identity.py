@@ -254,11 +254,31 @@ def find_root_str(start: str | Path) -> str:
 
 
 def _read(path: str) -> str | None:
+    """A small file's text (universal newlines, like text mode), or None. Raw descriptors: a text-mode open costs
+    seven system calls where this costs four, and an attach reads four of git's files."""
+    data = _read_bytes_or_none(path)
+    if data is None:
+        return None
+    text = data.decode("utf-8", "replace")
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def _read_bytes_or_none(path: str) -> bytes | None:
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        chunks: list[bytes] = []
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    except OSError:  # a directory, or a read error: what text-mode reading said too
+        return None
+    finally:
+        os.close(fd)
 
 
 def git_dirs(root: str | Path) -> tuple[str, str] | None:
@@ -339,7 +359,14 @@ def repository_id(root: str | Path, *, deadline: float | None = None) -> str:
 
 
 def worktree_id(root: str | Path) -> str:
-    return sha256(os.path.realpath(root).encode()).hexdigest()[:16]
+    key = os.fspath(root)
+    found = _WORKTREE_IDS.get(key)
+    if found is None:  # realpath walks every component with lstat: once per root and process
+        found = _WORKTREE_IDS[key] = sha256(os.path.realpath(root).encode()).hexdigest()[:16]
+    return found
+
+
+_WORKTREE_IDS: dict[str, str] = {}
 
 
 @value

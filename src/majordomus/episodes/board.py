@@ -81,10 +81,11 @@ class CaptureDriver:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.layout = Layout(root)  # its paths are joined once
 
     def _run(self, event: str, payload: dict[str, str], held_by: int | None = None) -> SessionReport | str:
         """The report, or the failure sentence that `repository` then says."""
-        if not Layout(self.root).is_initialised():  # serving must never create .ai/ in someone's tree
+        if not self.layout.is_initialised():  # serving must never create .ai/ in someone's tree
             return f"no episode was recorded: {self.root} has no majordomus layer; run majordomus init"
         try:
             report = run_payload(self.root, CONNECTION_PROVIDER, event, payload, held_by=held_by)
@@ -95,7 +96,7 @@ class CaptureDriver:
         return report
 
     def open(self, external_id: str, *, resume_only: bool = False) -> Opened:
-        if resume_only and read_open(Layout(self.root), external_id) is None:
+        if resume_only and read_open(self.layout, external_id) is None:
             return Opened(f"the episode of {external_id!r} is no longer open; a replayed attach opens none",
                           gone=True)
         report = self._run("start", {"session_id": external_id, "source": "attach"}, held_by=os.getpid())
@@ -106,7 +107,7 @@ class CaptureDriver:
             return Opened(report.line.strip())
         if drawn.opened:
             return Opened(report.line.strip(), held=True, started_at=drawn.started_at)
-        found = read_open(Layout(self.root), external_id)
+        found = read_open(self.layout, external_id)
         return Opened(report.line.strip(), kept=True, started_at=drawn.started_at,
                       attachments=found.attachments if found is not None else 0)
 
@@ -130,7 +131,7 @@ class CaptureDriver:
         key = session_key(external_id)
         started: dict[str, Any] | None = None
         closed: dict[str, Any] | None = None
-        for line in ledger.read(Layout(self.root)):  # oldest first: the newest start of this id wins
+        for line in ledger.read(self.layout):  # oldest first: the newest start of this id wins
             event = line.get("event")
             named = line.get("provider_session")
             if event == "session.started" and line.get("provider") == CONNECTION_PROVIDER \
