@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from majordomus.capabilities.catalogue import default_registry
 from majordomus.capabilities.peer_board import PeerBoard
@@ -215,3 +218,25 @@ def test_read_frames_splits_lines_skips_blanks_and_cuts_oversized_ones() -> None
     os.close(w)
     assert list(read_frames(r, limit=100)) == [b'{"a":1}', TOO_LARGE, b'{"b":2}', b'{"c":3}']
     os.close(r)
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20)
+
+
+@given(outcome=st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=5),
+       request_id=st.one_of(st.integers(), st.text(max_size=40)))
+@settings(max_examples=300, deadline=None)
+def test_a_tool_result_encoded_once_is_the_bytes_of_encoding_it_whole(outcome: dict[str, Any], request_id: Any
+                                                                      ) -> None:
+    """The structuredContent is spliced in from the result's text: byte for byte what a whole encoding gives,
+    whatever the id holds (even the splice marker's own words) and whatever the text's characters."""
+    from majordomus.capabilities.projections import tool_result
+    from majordomus.mcp.core import _SPLICE, encode
+
+    for rid in (request_id, _SPLICE, f'"{_SPLICE}"'):
+        body = {"jsonrpc": "2.0", "id": rid, "result": tool_result(outcome)}
+        assert encode(body) == json.dumps(body, separators=(",", ":"), allow_nan=False).encode("ascii")
+        assert json.loads(body["result"]["content"][0]["text"]) == outcome

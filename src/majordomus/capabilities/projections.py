@@ -33,13 +33,19 @@ def tool(cap: Capability) -> JsonObject:
     }
 
 
+class StructuredText(str):
+    """The text content of a tool result: its structuredContent as compact JSON. An encoder that sees it may
+    splice it in for the structuredContent instead of encoding the same object twice (a 100-episode listing
+    is 30 KB: encoding was a fifth of a busy server's time)."""
+
+
 def tool_result(outcome: JsonObject | Refusal) -> JsonObject:
     """A `CallToolResult`: structuredContent plus the same JSON as text, or a refusal with its code."""
     if isinstance(outcome, Refusal):
         return {"content": [{"type": "text", "text": outcome.message}], "isError": True,
                 "_meta": {"majordomus": {"error": {"code": outcome.code}}}}
-    return {"content": [{"type": "text", "text": json.dumps(outcome, ensure_ascii=False)}],
-            "structuredContent": outcome, "isError": False}
+    text = StructuredText(json.dumps(outcome, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+    return {"content": [{"type": "text", "text": text}], "structuredContent": outcome, "isError": False}
 
 
 def http_result(outcome: JsonObject | Refusal) -> tuple[int, JsonObject]:

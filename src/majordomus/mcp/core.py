@@ -101,8 +101,26 @@ def parse(raw: bytes) -> Any:
 
 
 def encode(body: dict[str, Any]) -> bytes:
-    """One frame, ASCII-safe (a lone surrogate in an echoed id cannot break stdout)."""
+    """One frame, ASCII-safe (a lone surrogate in an echoed id cannot break stdout).
+
+    A tool result whose text is its structuredContent's JSON (all ASCII) is encoded once: the text is spliced
+    in as the structuredContent, byte for byte what encoding the object would give."""
+    result = body.get("result")
+    if isinstance(result, dict) and "structuredContent" in result:
+        content = result.get("content")
+        text = content[0].get("text") if isinstance(content, list) and len(content) == 1 \
+            and isinstance(content[0], dict) else None
+        if isinstance(text, projections.StructuredText) and text.isascii():
+            shell = {**body, "result": {**result, "structuredContent": _SPLICE}}
+            head, _, tail = json.dumps(shell, separators=(",", ":"), allow_nan=False).rpartition(_SPLICED)
+            return f"{head}{text}{tail}".encode("ascii")
     return json.dumps(body, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+# what stands for the structuredContent while the rest of a result is encoded: the last such string in the frame
+# (the structuredContent is encoded after the content and the id, so nothing a client sent can come after it)
+_SPLICE = "majordomus-splice-" + secrets.token_hex(16)
+_SPLICED = json.dumps(_SPLICE)
 
 
 def error_response(request_id: Any, error: RpcError) -> Reply:
