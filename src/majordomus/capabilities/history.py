@@ -83,7 +83,8 @@ PROMPT: JsonObject = {"oneOf": [
      "required": ["record", "problem"], "additionalProperties": False},
 ]}
 NOTE: JsonObject = {"type": "string", "minLength": 1,
-                    "description": "present when the search index had to be rebuilt, and why (it is derived)"}
+                    "description": "what the command says on stderr: the search index was rebuilt and why (it is "
+                                   "derived); for search, that the query was searched as literal words"}
 _SCHEMA_OF = {name: {"type": "string", "const": f"majordomus.{name}/v1"} for name in ("episodes", "show", "search")}
 
 
@@ -161,7 +162,10 @@ def utc_moment(raw: str, name: str) -> str | Refusal:
         utc = moment.astimezone(timezone.utc)
     except OverflowError:  # a moment in year 1 or 9999 whose offset moves it out of the calendar
         return "0000-01-01T00:00:00Z" if year <= 1 else "9999-12-31T23:59:59Z"
-    return "0000-01-01T00:00:00Z" if year == 0 else utc.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if year == 0:
+        return "0000-01-01T00:00:00Z"
+    # by hand: strftime writes year 40 as `40`, which sorts after `2026`
+    return (f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}Z")
 
 
 def _text(args: JsonObject, name: str) -> str | Refusal:
@@ -179,9 +183,7 @@ def filters_of(args: JsonObject, default_limit: int | None = None) -> Filters | 
         if isinstance(moment, Refusal):
             return moment
         moments[name] = moment
-    since, until = moments["since"], moments["until"]
-    if since and until and since > until:
-        return Refusal("invalid_input", f"'since' {args['since']} is after 'until' {args['until']}; swap them")
+    since, until = moments["since"], moments["until"]  # since after until is an empty window, not an error
     return Filters(outcome=args.get("outcome"), provider=args.get("provider"), branch=args.get("branch"),
                    since=since, until=until, open_only=bool(args.get("open", False)),
                    limit=args.get("limit", default_limit))
@@ -247,7 +249,7 @@ def commit(services: Services, caller: Caller, args: JsonObject) -> JsonObject |
 
 
 def search(services: Services, caller: Caller, args: JsonObject) -> JsonObject | Refusal:
-    from majordomus.history import views
+    from majordomus.history import index, views
 
     layout = _layout(services)
     words = _text(args, "query")
@@ -256,12 +258,20 @@ def search(services: Services, caller: Caller, args: JsonObject) -> JsonObject |
         if isinstance(bad, Refusal):
             return bad
     assert isinstance(layout, Layout) and isinstance(words, str) and isinstance(filters, Filters)
-    query = views.literal(words) if args.get("syntax") == "words" else words
+    query, said = words, None
+    if args.get("syntax") == "words":
+        query = views.literal(words)
+    else:
+        try:
+            index.check_query(words)
+        except UsageError as exc:  # a grammar no schema can state: searched literally, and said so
+            query = views.literal(words)
+            said = f"{exc.message}; searched for the literal words instead: {query}"
     try:
         found = views.search(layout.require(), query, filters)
     except MajordomusError as exc:
         return _refusal(exc)
-    return _noted(found.to_json(query), found.note)
+    return _noted(found.to_json(query), "; ".join(n for n in (said, found.note) if n) or None)
 
 
 # -- declarations ---------------------------------------------------------------------------------------------
@@ -291,7 +301,7 @@ CAPABILITIES: tuple[Capability, ...] = (
         tool="majordomus_history_episodes",
         http=HttpExposure("GET", "/api/v1/history/episodes"),
         blocking=True,
-        errors=(("invalid_input", "'since' <time> is after 'until' <time>; swap them"),),
+        errors=(("invalid_input", "argument 'since' must be an RFC 3339 time such as 2026-12-02T08:00:00Z"),),
     ),
     Capability(
         id="history.show",
@@ -349,14 +359,15 @@ CAPABILITIES: tuple[Capability, ...] = (
         description="Search prompt texts and episode titles, branches and changed files, as `majordomus search "
                     "--json` does (schema majordomus.search/v1): ranked (FTS5 bm25), each hit with its episode, "
                     "time, link provenance and a highlighted snippet of the (redacted) text. `query` is FTS5 "
-                    "syntax (words, \"phrases\", OR, NOT, prefix*) unless `syntax` is `words`: then every word "
-                    f"is matched literally. Filters as the command's; at most `limit` hits ({SEARCH_LIMIT} "
-                    "unless given).",
+                    "syntax (words, \"phrases\", OR, NOT, prefix*); one FTS5 cannot parse is searched as "
+                    "literal words, and `note` says so and what to quote (the answer's `query` is what ran). "
+                    "With `syntax: words` every word is matched literally. Filters as the command's; at most "
+                    f"`limit` hits ({SEARCH_LIMIT} unless given).",
         input_schema={"type": "object", "properties": {
             "query": {**_TEXT, "maxLength": QUERY_MAX, "description": "what to find"},
             "syntax": {"type": "string", "enum": ["fts5", "words"], "default": "fts5",
-                       "description": "fts5 (default): the query is FTS5 syntax, and one it cannot parse is "
-                                      "refused with what to quote; words: each word is matched as it is written"},
+                       "description": "fts5 (default): FTS5 syntax, and a query it cannot parse is searched as "
+                                      "literal words (with a note); words: each word is matched as written"},
             **FILTERS,
             "limit": {**_LIMIT, "default": SEARCH_LIMIT, "description": "at most this many hits"}},
             "required": ["query"], "additionalProperties": False},
@@ -369,8 +380,6 @@ CAPABILITIES: tuple[Capability, ...] = (
         tool="majordomus_history_search",
         http=HttpExposure("GET", "/api/v1/history/search"),
         blocking=True,
-        errors=(("invalid_input", "the search index cannot parse the query '<query>' (…); a word with punctuation "
-                                  "(such as - : = . * ^, parentheses or a quote) must be inside double quotes; "
-                                  "search for the exact text with majordomus search '\"<query>\"'"),),
+        errors=(("invalid_input", "argument 'query' must be one non-blank line without control characters"),),
     ),
 )
