@@ -17,10 +17,23 @@ import anyio
 import httpx
 import jsonschema
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from conftest import RunMajordomus
 from issues.test_11_history import World
-from mcp_support import INITIALIZED, MAJORDOMUS_MCP, McpProcess, auth, call, initialize, run_mcp
+from majordomus.capabilities.text import WHITESPACE
+from mcp_support import (
+    INITIALIZED,
+    MAJORDOMUS_MCP,
+    McpProcess,
+    auth,
+    call,
+    initialize,
+    modern,
+    modern_headers,
+    run_mcp,
+)
 
 TOOLS = {"majordomus_history_episodes": "/api/v1/history/episodes", "majordomus_history_show": "/api/v1/history/show",
          "majordomus_history_commit": "/api/v1/history/commit", "majordomus_history_search": "/api/v1/history/search"}
@@ -251,6 +264,11 @@ def test_rest_routes_answer_the_same_shapes_with_the_token(world: World, history
                 assert response.status_code == 400, (path, response.text)
                 assert says in response.json()["error"]["message"], (path, response.text)
             assert client.get("/api/v1/history/show?episode=s-1999").status_code == 404
+            # the same tool over /mcp (a 2026-07-28 request: no session), served off the event loop
+            message = modern(7, "tools/call", {"name": "majordomus_history_search", "arguments": {"query": "ledger"}})
+            over_mcp = client.post("/mcp", json=message, headers=modern_headers(message))
+            assert over_mcp.status_code == 200, over_mcp.text
+            assert steady(over_mcp.json()["result"]["structuredContent"]) == cli_json(world, "search", "ledger")
         server.close_stdin()
         assert server.wait() == 0
     assert "Traceback" not in server.stderr
@@ -302,6 +320,31 @@ def test_the_server_starts_without_sqlite3_and_loads_it_only_when_asked(tmp_path
 
 
 # -- the library underneath --------------------------------------------------------------------------------------
+@settings(max_examples=600, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.one_of(st.sampled_from(list(WHITESPACE) + ["\x00", "\x1f", "\x7f", "a", "é", "-", '"']),
+                          st.characters()), max_size=10).map("".join))
+@example("")
+@example(" s-2026 ")
+@example("a\n")
+@example("a\x85")
+@example("HEAD\x00x")
+def test_each_name_argument_is_refused_by_the_schema_exactly_when_the_handler_refuses_it(value: str) -> None:
+    from majordomus.capabilities.catalogue import default_registry
+    from majordomus.capabilities.history import _text
+    from majordomus.capabilities.registry import Refusal
+    from majordomus.capabilities.validate import check
+
+    registry = default_registry()
+    for tool, name in (("majordomus_history_show", "episode"), ("majordomus_history_commit", "commit"),
+                       ("majordomus_history_search", "query")):
+        cap = registry.by_tool(tool)
+        assert cap is not None
+        schema = cap.input_schema["properties"][name]
+        by_schema = jsonschema.Draft202012Validator(schema).is_valid(value)
+        by_server = check(schema, value) is None and not isinstance(_text({name: value}, name), Refusal)
+        assert by_schema == by_server, (tool, value, by_schema, by_server)
+
+
 @pytest.mark.parametrize(("raw", "utc"), [
     ("2026-12-02T08:00:00Z", "2026-12-02T08:00:00Z"), ("2026-12-02t08:00:00.123456z", "2026-12-02T08:00:00Z"),
     ("2026-12-02T10:30:00+02:30", "2026-12-02T08:00:00Z"), ("2026-12-31T23:59:60Z", "2026-12-31T23:59:59Z"),
