@@ -185,13 +185,29 @@ print(n)
 """
 
 
+# ru_maxrss counts what a child held before its exec, and a child forked (or vforked) from this process starts
+# holding this process's pages: measured from here, every child would weigh at least what the bench weighs.
+# A bare interpreter (-I -S, ~8 MiB) launches each child instead and reports its time and peak.
+LAUNCHER = """
+import json, os, sys, time
+began = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    fd = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(json.dumps([time.perf_counter() - began, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)]))
+"""
+
+
 def child(cmd: list[str], cwd: Path) -> tuple[float, float, int]:
-    """(seconds, peak RSS in MiB, exit code) of one real subprocess, its RSS from wait4."""
-    began = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return time.perf_counter() - began, usage.ru_maxrss / 1024, proc.returncode
+    """(seconds, peak RSS in MiB, exit code) of one real subprocess, launched by a bare interpreter."""
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", LAUNCHER, *cmd], cwd=cwd, capture_output=True,
+                          text=True, check=True)
+    seconds, mib, code = json.loads(done.stdout)
+    return float(seconds), float(mib), int(code)
 
 
 def commands(tmp: Path, sizes: list[int]) -> dict[int, dict[str, float]]:

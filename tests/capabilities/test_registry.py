@@ -30,7 +30,8 @@ def first() -> Capability:
 def test_the_shipped_registry_declares_the_episode_and_peer_capabilities_in_order() -> None:
     registry = default_registry()
     assert [c.id for c in registry] == ["episodes.list", "episodes.attach", "episodes.detach", "peers.list",
-                                        "peers.announce"]
+                                        "peers.announce", "history.episodes", "history.show", "history.commit",
+                                        "history.search"]
     assert registry.by_tool("majordomus_session_attach").http == HttpExposure("POST", "/api/v1/episodes/attach")
     assert registry.by_tool("majordomus_episodes").http == HttpExposure("GET", "/api/v1/episodes")
     assert registry.by_tool("majordomus_session_detach").http == HttpExposure("POST", "/api/v1/episodes/detach")

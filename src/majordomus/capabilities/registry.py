@@ -17,6 +17,7 @@ from majordomus.errors import ContractError
 if TYPE_CHECKING:
     from majordomus.capabilities.peer_board import PeerBoard
     from majordomus.episodes.board import Board
+    from majordomus.layout import Layout
 
 __all__ = ["HTTP_STATUS", "Caller", "ClientInfo", "JsonObject", "Refusal", "RefusalCode"]
 
@@ -32,10 +33,12 @@ _PATH = re.compile(r"/api/v1(/[a-z0-9_-]+)+")
 
 @dataclass(frozen=True)
 class Services:
-    """What handlers act on: the episode board and the peer board of this server process."""
+    """What handlers act on: the episode board and the peer board of this server process, and the layout of the
+    repository it serves (the history capabilities read its records; None where a test builds boards alone)."""
 
     board: Board
     peers: PeerBoard
+    layout: Layout | None = None
 
 
 Handler = Callable[[Services, Caller, JsonObject], Union[JsonObject, Refusal]]
@@ -82,6 +85,7 @@ class Capability:
     tool: str | None = None
     http: HttpExposure | None = None
     errors: tuple[tuple[RefusalCode, str], ...] = ()
+    blocking: bool = False  # reads the disk or runs git: an HTTP surface serves it off its event loop
 
     @property
     def module(self) -> str:

@@ -1,7 +1,7 @@
 """Checks arguments against a capability's input schema: the small JSON Schema subset we declare.
 
 Hand-written (no jsonschema at run time): `type`, `properties`, `required`, `additionalProperties`,
-`items`, `minLength`, `maxLength`, `maxItems`, `enum`. The first problem comes back as a sentence
+`items`, `minLength`, `maxLength`, `maxItems`, `enum`, `minimum`, `maximum`. The first problem comes back as a sentence
 naming the argument, never its value.
 """
 
@@ -35,6 +35,11 @@ def check(schema: dict[str, Any], value: Any, where: str = "arguments") -> str |
             return f"{where} must be {' or '.join(_article(n) for n in names)}"
     if "enum" in schema and value not in schema["enum"]:
         return f"{where} must be one of {', '.join(map(str, schema['enum']))}"
+    if _is_type(value, "number"):
+        if "minimum" in schema and value < schema["minimum"]:
+            return f"{where} must be at least {schema['minimum']}"
+        if "maximum" in schema and value > schema["maximum"]:
+            return f"{where} must be at most {schema['maximum']}"
     if isinstance(value, str):
         if len(value) < schema.get("minLength", 0):
             if "x-majordomus-invalid" in schema:  # the handler's own sentence for a value it refuses
@@ -70,6 +75,22 @@ def check(schema: dict[str, Any], value: Any, where: str = "arguments") -> str |
                 if problem:
                     return problem
     return None
+
+
+def from_query(schema: dict[str, Any], params: dict[str, str]) -> dict[str, Any]:
+    """The arguments of a GET: query parameters are strings, so an integer or boolean parameter of the schema is
+    read as one when it is spelled as one (`5`, `true`); anything else stays a string, which `check` refuses."""
+    properties: dict[str, Any] = schema.get("properties", {})
+    out: dict[str, Any] = {}
+    for name, raw in params.items():
+        kind = properties.get(name, {}).get("type") if isinstance(properties.get(name), dict) else None
+        if kind == "integer" and raw.isascii() and raw.lstrip("-").isdigit() and len(raw) <= 40:
+            out[name] = int(raw)
+        elif kind == "boolean" and raw in ("true", "false"):
+            out[name] = raw == "true"
+        else:
+            out[name] = raw
+    return out
 
 
 def _article(type_name: str) -> str:

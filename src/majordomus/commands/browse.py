@@ -9,7 +9,7 @@ from typing import Any
 from majordomus.archive.render import tombstone
 from majordomus.commands.context import Context, parser
 from majordomus.errors import MissingError, UsageError
-from majordomus.history import detail, index, text
+from majordomus.history import detail, index, text, views
 from majordomus.history.timeline import STATES, Episode, Filters, all_episodes, by_prefix, parse_moment, select
 from majordomus.layout import Layout
 
@@ -18,9 +18,9 @@ def _print_json(data: dict[str, Any]) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def _note(idx: index.Index) -> None:
-    if idx.note:
-        print(f"majordomus: {idx.note}", file=sys.stderr)
+def _note(note: str | None) -> None:
+    if note:
+        print(f"majordomus: {note}", file=sys.stderr)
 
 
 def _positive(raw: str) -> int:
@@ -63,21 +63,15 @@ def episodes_command(ctx: Context, argv: list[str]) -> int:
     args = p.parse_args(argv)
     filters = _filters(args)
     layout = Layout(ctx.root).require()
-    idx = index.opened(layout)
-    try:
-        _note(idx)
-        counts = idx.prompt_counts()
-    finally:
-        idx.close()
-    chosen = select(all_episodes(layout), filters)
+    found = views.listing(layout, filters)
+    _note(found.note)
     if ctx.json or args.json:
-        _print_json({"schema": "majordomus.episodes/v1", "count": len(chosen),
-                     "episodes": [e.to_json(counts.get(e.id, 0), layout.root) for e in chosen]})
+        _print_json(found.to_json(layout.root))
         return 0
-    if not chosen:
+    if not found.episodes:
         print("no episodes" + (" match these filters" if argv else " recorded here yet"))
         return 0
-    for line in text.episode_rows(chosen, counts, text.use_colour(sys.stdout)):
+    for line in text.episode_rows(found.episodes, found.counts, text.use_colour(sys.stdout)):
         print(line)
     return 0
 
@@ -110,15 +104,17 @@ def show_command(ctx: Context, argv: list[str]) -> int:
 
 
 def _show_episode(layout: Layout, e: Episode, as_json: bool) -> int:
+    if as_json:
+        data, note = views.whole(layout, e)
+        _note(note)
+        _print_json(data)
+        return 0
     idx = index.opened(layout)
     try:
-        _note(idx)
+        _note(idx.note)
         names = idx.prompt_names(e.id)
     finally:
         idx.close()
-    if as_json:
-        _print_json({"schema": "majordomus.show/v1", **detail.whole(layout, e, names)})
-        return 0
     prompts = detail.load_prompts(layout, names)
     commits = detail.window_commits(layout, e)
     stat, stat_range = detail.diff_stat(layout, e)
@@ -171,22 +167,11 @@ def _show_episode(layout: Layout, e: Episode, as_json: bool) -> int:
 
 
 def _show_commit(layout: Layout, episodes: list[Episode], commit: detail.CommitInfo, as_json: bool) -> int:
-    found = detail.episodes_of_commit(layout, episodes, commit)
-    if len(found) == 1:
-        sentence = f"commit {commit.sha[:12]} ({commit.subject}) is {found[0].evidence}"
-    elif found:
-        sentence = (f"commit {commit.sha[:12]} ({commit.subject}) is ambiguous: {len(found)} episodes' windows "
-                    "contain it, and none is chosen")
-    else:
-        sentence = (f"commit {commit.sha[:12]} ({commit.subject}), committed {commit.committed_at}, is inside no "
-                    "episode's window: no recorded episode was open when it was made and led to it")
+    data, found = views.of_commit(layout, episodes, commit)
     if as_json:
-        _print_json({"schema": "majordomus.show/v1", "commit": commit.sha, "subject": commit.subject,
-                     "committed_at": commit.committed_at, "ambiguous": len(found) > 1, "message": sentence,
-                     "candidates": [{"episode": c.episode.to_json(0, layout.root) | {"prompts": None},
-                                     "evidence": c.evidence} for c in found]})
+        _print_json(data)
         return 0
-    print(sentence)
+    print(data["message"])
     if len(found) > 1:
         for c in found:
             print(f"  {c.episode.id}  {c.episode.provider or '-'}  {c.episode.state}  — {c.evidence}")
@@ -203,62 +188,28 @@ def search_command(ctx: Context, argv: list[str]) -> int:
     query = " ".join(args.query)
     index.check_query(query)  # a usage error before the index is touched
     layout = Layout(ctx.root).require()
-    idx = index.opened(layout)
-    try:
-        _note(idx)
-        hits = list(idx.search(query))
-        totals = idx.totals() if not hits else None
-    finally:
-        idx.close()
-    episodes = {e.id: e for e in all_episodes(layout)}
-    chosen = []
-    for h in hits:
-        e = episodes.get(h.episode) if h.episode else None
-        if h.kind == "episode":
-            if e is None or not filters.admits(e):
-                continue
-        else:
-            if filters.provider is not None and h.provider != filters.provider:
-                continue
-            if filters.branch is not None and h.branch != filters.branch:
-                continue
-            if not filters.admits_time(h.at):
-                continue
-            if filters.narrows_episodes and (e is None or not filters.admits(e)):
-                continue
-        chosen.append((h, e))
-        if filters.limit is not None and len(chosen) >= filters.limit:
-            break
-    as_json = ctx.json or args.json
-    if as_json:
-        _print_json({"schema": "majordomus.search/v1", "query": query, "count": len(chosen),
-                     "highlight": ["**", "**"],
-                     "results": [{"kind": h.kind, "record": h.name, "episode": h.episode,
-                                  "episode_state": e.state if e else None, "at": h.at, "provider": h.provider,
-                                  "branch": h.branch, "episode_link": h.link if h.kind == "prompt" else None,
-                                  "pruned": h.pruned, "rank": round(h.rank, 6),
-                                  "snippet": _marked(h.snippet, "**", "**")} for h, e in chosen]})
+    found = views.search(layout, query, filters)
+    _note(found.note)
+    if ctx.json or args.json:
+        _print_json(found.to_json(query))
         return 0
-    if not chosen:
-        if totals is not None:
-            print(f"no match for {query!r} in {totals[0]} prompt record(s) and {totals[1]} episode record(s)")
+    if not found.chosen:
+        if found.totals is not None:
+            print(f"no match for {query!r} in {found.totals[0]} prompt record(s) and {found.totals[1]} episode "
+                  "record(s)")
         else:
-            print(f"no match for {query!r} passes these filters ({len(hits)} match(es) without them)")
+            print(f"no match for {query!r} passes these filters ({found.matched} match(es) without them)")
         return 0
     colour = text.use_colour(sys.stdout)
     on, off = ("\x1b[1;33m", "\x1b[0m") if colour else ("**", "**")
-    for h, e in chosen:
+    for h, e in found.chosen:
         where = h.episode or f"no episode ({h.link})"
         kind = "prompt" if h.kind == "prompt" else "episode"
         link = h.link if h.kind == "prompt" else (e.state if e else h.link)
         state = f" {e.state}" if e is not None and h.kind == "prompt" else ""
         print(f"{where}{state}  {h.at or '-'}  {kind} {link}  {h.name}")
-        print(f"    {_marked(h.snippet, on, off)}")
+        print(f"    {views.marked(h.snippet, on, off)}")
     return 0
-
-
-def _marked(snippet: str, on: str, off: str) -> str:
-    return " ".join(snippet.replace(index.OPEN, on).replace(index.CLOSE, off).split())
 
 
 # -- export ---------------------------------------------------------------------------------------------------

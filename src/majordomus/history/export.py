@@ -32,15 +32,13 @@ SCHEMA = "majordomus.export/v1"
 
 def wholes(layout: Layout, idx: index.Index, episodes: Iterable[Episode],
            with_prompts: bool) -> Iterator[dict[str, Any]]:
-    """Each episode whole, one at a time; without `with_prompts` every prompt's text is withheld."""
+    """Each episode whole, one at a time; without `with_prompts` every prompt's text is withheld, and so is the
+    slug of its record's name (the opening of the text)."""
+    from majordomus.history.views import withhold
+
     for e in episodes:
         data = detail.whole(layout, e, idx.prompt_names(e.id))
-        if not with_prompts:
-            for p in data["prompts"]:
-                if "text" in p:
-                    p["text"] = None
-                    p["text_withheld"] = True
-        yield data
+        yield data if with_prompts else withhold(data)
 
 
 # -- the output file ------------------------------------------------------------------------------------------

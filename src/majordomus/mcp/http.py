@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from majordomus import __version__
 from majordomus.capabilities import projections
 from majordomus.capabilities.registry import Caller, Capability, invoke
+from majordomus.capabilities.validate import from_query
 from majordomus.mcp.core import (
     HANDSHAKE_VERSIONS,
     INVALID_PARAMS,
@@ -286,11 +287,12 @@ def build_app(rt: Runtime) -> Starlette:
     registry = rt.registry
 
     def _is_command(message: dict[str, Any]) -> bool:
-        """Commands may wait on capture: they run in a worker thread; queries answer on the loop."""
+        """Commands may wait on capture, and a blocking query reads the disk: they run in a worker thread; other
+        queries answer on the loop."""
         params = message.get("params")
         name = params.get("name") if isinstance(params, dict) else None
         cap = registry.by_tool(name) if isinstance(name, str) else None
-        return cap is None or cap.kind == "command"
+        return cap is None or cap.kind == "command" or cap.blocking
 
     def surfaces() -> dict[str, str]:
         base = rt.url or ""
@@ -436,7 +438,7 @@ def build_app(rt: Runtime) -> Starlette:
     def capability_endpoint(cap: Capability) -> Any:
         async def endpoint(request: Request) -> Response:
             if request.method == "GET":
-                args: Any = dict(request.query_params)
+                args: Any = from_query(cap.input_schema, dict(request.query_params))
             else:
                 if not _is_json(request):
                     return _problem(415, "unsupported_media_type", "send the arguments as an application/json "
@@ -453,7 +455,7 @@ def build_app(rt: Runtime) -> Starlette:
                 if not isinstance(args, dict):
                     return _problem(400, "invalid_input", "the body must be a JSON object of arguments")
             caller = Caller(via="http", loopback=_loopback(request))
-            if cap.kind == "command":
+            if cap.kind == "command" or cap.blocking:
                 outcome = await anyio.to_thread.run_sync(invoke, cap, rt.services, caller, args)
             else:
                 outcome = invoke(cap, rt.services, caller, args)

@@ -114,7 +114,7 @@ class Runtime:
         self._driver = _AfterRecovery(CaptureDriver(layout.root), self.recovered)
         self.board = Board(self._driver, settings.grace_seconds, sittings=self._sitting)
         self.peers = PeerBoard()
-        self.services = Services(board=self.board, peers=self.peers)
+        self.services = Services(board=self.board, peers=self.peers, layout=layout)
         self.registry = registry or default_registry()
         self.core = Core(self.registry, self.services, self.instructions, __version__)
         self.url: str | None = None
