@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from majordomus.archive import record as rec
-from majordomus.archive.render import disagreeing
+from majordomus.archive.render import disagreeing, fingerprint
 from majordomus.archive.scan import entries
 from majordomus.errors import ContractError
 from majordomus.findings import Finding
@@ -27,6 +27,7 @@ RENDER = "majordomus capture render"
 RECONCILE = "majordomus capture reconcile"
 PRUNE = "majordomus capture prune"
 FORBIDDEN = ("response", "completion", "transcript", "messages", "reply", "assistant")
+_LEAKY_KNOWN = any(w in k for k in rec.KNOWN for w in FORBIDDEN)  # False today: then no record need be asked
 
 
 def findings(layout: Layout) -> list[Finding]:
@@ -36,8 +37,9 @@ def findings(layout: Layout) -> list[Finding]:
                         "follow it, so nothing is captured", "replace it with a real directory: majordomus update")]
     if not layout.prompts_dir.is_dir():
         return [Finding("INFO", "prompts", rel, "no archive here; nothing has been captured into this checkout")]
-    out = _privacy(layout, rel)
-    tally = _tally(layout)
+    marks = _marks(layout)
+    out = _privacy(layout, rel, marks)
+    tally = _tally(layout, marks)
     if not tally.count:
         out.append(Finding("OK", "prompts", rel, "no records yet; the archive is empty"))
     else:
@@ -91,10 +93,37 @@ class Tally:
     stale: Named = field(default_factory=Named)
 
 
-def _tally(layout: Layout) -> Tally:
+@dataclass
+class Marks:
+    """One pass over the directory, a stat of each entry: what privacy counts, and each rendering's fingerprint."""
+
+    names: set[str] = field(default_factory=set)
+    wide: int = 0
+    links: int = 0
+    stamps: dict[str, int] = field(default_factory=dict)  # a plain .md/.yaml file -> its mtime's nanoseconds
+
+
+def _marks(layout: Layout) -> Marks:
+    m = Marks()
+    with os.scandir(layout.prompts_dir) as it:
+        for entry in it:
+            m.names.add(entry.name)
+            if entry.is_symlink():
+                m.links += 1
+            elif entry.is_file(follow_symlinks=False):
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_IMODE(st.st_mode) & 0o077:
+                    m.wide += 1
+                if entry.name.endswith((".md", ".yaml")):
+                    m.stamps[entry.name] = st.st_mtime_ns % 1_000_000_000
+    return m
+
+
+def _tally(layout: Layout, marks: Marks) -> Tally:
     from majordomus.archive.prune import age_key, bounds
 
-    t = Tally(names=set(os.listdir(layout.prompts_dir)))
+    t = Tally(names=marks.names)
+    stamps = marks.stamps
     cutoff = None
     try:
         t.limits = bounds(layout)
@@ -121,29 +150,25 @@ def _tally(layout: Layout) -> Tally:
             t.old += cutoff is not None and age_key(e) < cutoff
         if not e.pretty:
             t.ugly.add(e.name)
-        if any(w in k for k in r.members() for w in FORBIDDEN):
-            t.leaky.add(e.name)
-        if f"{e.stem}.md" not in t.names or f"{e.stem}.yaml" not in t.names:
+        if _LEAKY_KNOWN and any(w in k for k in r.members() for w in FORBIDDEN):
+            t.leaky.add(e.name)  # (a parsed record has only KNOWN members; one with another is refused above)
+        md, yml = f"{e.stem}.md", f"{e.stem}.yaml"
+        if md not in t.names or yml not in t.names:
             t.unrendered.add(e.name)
-        elif disagreeing(layout.prompts_dir, e.stem, r):
-            t.stale.add(e.name)
+        else:
+            mark = fingerprint(e.raw)  # both carry it: written whole from these very bytes (render.py)
+            if not (stamps.get(md) == mark and stamps.get(yml) == mark) and disagreeing(layout.prompts_dir, e.stem, r):
+                t.stale.add(e.name)
     return t
 
 
-def _privacy(layout: Layout, rel: str) -> list[Finding]:
+def _privacy(layout: Layout, rel: str, marks: Marks) -> list[Finding]:
     out: list[Finding] = []
     mode = stat.S_IMODE(os.lstat(layout.prompts_dir).st_mode)
     if mode != PRIVATE_DIR:
         out.append(Finding("FAIL", "prompts", rel, f"the archive directory is mode {mode:o}; the file names are the "
                            "openings of the prompts", RENDER))
-    wide = links = 0
-    with os.scandir(layout.prompts_dir) as it:
-        for entry in it:
-            if entry.is_symlink():
-                links += 1
-            elif (entry.is_file(follow_symlinks=False)
-                  and stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode) & 0o077):
-                wide += 1
+    wide, links = marks.wide, marks.links
     if wide:
         out.append(Finding("FAIL", "prompts", rel, f"{wide} file(s) in the prompt archive are readable beyond their "
                            "owner; raw prompts are the most private thing this tool writes", RENDER))
