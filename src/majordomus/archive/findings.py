@@ -91,6 +91,7 @@ class Tally:
     leaky: Named = field(default_factory=Named)
     unrendered: Named = field(default_factory=Named)
     stale: Named = field(default_factory=Named)
+    strays: int = 0  # renderings without a record beside them
 
 
 @dataclass
@@ -101,21 +102,29 @@ class Marks:
     wide: int = 0
     links: int = 0
     stamps: dict[str, int] = field(default_factory=dict)  # a plain .md/.yaml file -> its mtime's nanoseconds
+    renderings: int = 0  # names of renderings (not hidden): those without a record are strays
 
 
 def _marks(layout: Layout) -> Marks:
     m = Marks()
+    names, stamps = m.names, m.stamps
+    wide = links = renderings = 0
+    rendering = (".md", ".yaml")
     with os.scandir(layout.prompts_dir) as it:
         for entry in it:
-            m.names.add(entry.name)
+            name = entry.name
+            names.add(name)
+            if name.endswith(rendering) and not name.startswith("."):
+                renderings += 1
             if entry.is_symlink():
-                m.links += 1
+                links += 1
             elif entry.is_file(follow_symlinks=False):
                 st = entry.stat(follow_symlinks=False)
-                if stat.S_IMODE(st.st_mode) & 0o077:
-                    m.wide += 1
-                if entry.name.endswith((".md", ".yaml")):
-                    m.stamps[entry.name] = st.st_mtime_ns % 1_000_000_000
+                if st.st_mode & 0o077:
+                    wide += 1
+                if name.endswith(rendering):
+                    stamps[name] = st.st_mtime_ns % 1_000_000_000
+    m.wide, m.links, m.renderings = wide, links, renderings
     return m
 
 
@@ -130,9 +139,14 @@ def _tally(layout: Layout, marks: Marks) -> Tally:
         cutoff = (now_utc() - timedelta(days=t.limits.max_days)).strftime("%Y%m%d%H%M%S")
     except ContractError as exc:
         t.limits_problem = exc.message
-    for e in entries(layout, sorted(n for n in t.names if rec.is_record_name(n))):
+    names = t.names
+    matched = 0  # renderings with their record beside them
+    for e in entries(layout, sorted(n for n in names if rec.is_record_name(n))):
         t.count += 1
         r = e.record
+        md, yml = f"{e.stem}.md", f"{e.stem}.yaml"
+        has_md, has_yml = md in names, yml in names
+        matched += has_md + has_yml
         if r is None:
             t.refused.add(e.name, e.problem)
             continue
@@ -152,13 +166,13 @@ def _tally(layout: Layout, marks: Marks) -> Tally:
             t.ugly.add(e.name)
         if _LEAKY_KNOWN and any(w in k for k in r.members() for w in FORBIDDEN):
             t.leaky.add(e.name)  # (a parsed record has only KNOWN members; one with another is refused above)
-        md, yml = f"{e.stem}.md", f"{e.stem}.yaml"
-        if md not in t.names or yml not in t.names:
+        if not (has_md and has_yml):
             t.unrendered.add(e.name)
         else:
             mark = fingerprint(e.raw)  # both carry it: written whole from these very bytes (render.py)
             if not (stamps.get(md) == mark and stamps.get(yml) == mark) and disagreeing(layout.prompts_dir, e.stem, r):
                 t.stale.add(e.name)
+    t.strays = marks.renderings - matched
     return t
 
 
@@ -214,7 +228,6 @@ def _retention(t: Tally) -> list[Finding]:
 
 def _shape(layout: Layout, t: Tally, rel: str) -> list[Finding]:
     out: list[Finding] = []
-    names = t.names
     if t.refused.count:
         out.append(Finding("FAIL", "capture", rel, f"{t.refused.count} file(s) under a record's name are not records "
                            f"this writer can account for: {t.refused.names()} (the first {t.refused.problem})"))
@@ -231,9 +244,7 @@ def _shape(layout: Layout, t: Tally, rel: str) -> list[Finding]:
         out.append(Finding("FAIL", "capture", rel, f"{t.stale.count} record(s) have a rendering that says something "
                            f"else than the record (a rewrite was cut short; it may still show a pruned body): "
                            f"{t.stale.names()}", RENDER))
-    stems = {n[: -len(".json")] for n in names if rec.is_record_name(n)}
-    strays = sum(1 for n in names if not n.startswith(".") and n.endswith((".md", ".yaml"))
-                 and n.rsplit(".", 1)[0] not in stems)
+    strays = t.strays
     if strays:
         out.append(Finding("WARN", "capture", rel, f"{strays} rendering(s) have no record beside them; a "
                            "rendering is never turned back into a record, so they are reported, not repaired"))

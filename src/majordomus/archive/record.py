@@ -35,6 +35,7 @@ LINKS: tuple[Link, ...] = LINKED + UNLINKED
 SLUG_MAX = 48
 _SLUG_SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")  # anything else is a separator (no `re` here)
 _DIGITS = frozenset("0123456789")
+_NAME_SAFE = _SLUG_SAFE | {"-"}
 
 
 class RecordError(ValueError):
@@ -195,11 +196,12 @@ def read_bytes(path: Path | str) -> bytes:
     """A record's bytes; a symlink under a record's name is refused, never followed."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
-        chunks = []
-        while True:
+        chunk = os.read(fd, 1 << 16)
+        if len(chunk) < 1 << 16:  # a regular file reads whole up to its end: no second read for the EOF
+            return chunk
+        chunks = [chunk]
+        while chunk:
             chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
             chunks.append(chunk)
     finally:
         os.close(fd)
@@ -234,7 +236,7 @@ def name_stamp(name: str) -> str | None:
     """The 14-digit capture second a record's file name starts with (`<14 digits>-<[a-z0-9-]*>.json`)."""
     stamp, slug_ = name[:14], name[15:-len(".json")]
     if (len(name) >= 20 and name[14] == "-" and name.endswith(".json") and _DIGITS.issuperset(stamp)
-            and (_SLUG_SAFE | {"-"}).issuperset(slug_)):
+            and _NAME_SAFE.issuperset(slug_)):
         return stamp
     return None
 

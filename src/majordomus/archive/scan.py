@@ -98,7 +98,7 @@ class Rewriter:
     batched 0.4–2.2 ms: most of a first prune, issue 12). A record is renamed only after its own fsync; a
     failure leaves the records not yet renamed whole, and their temps removed. `done` counts records renamed."""
 
-    BATCH = 64
+    BATCH = 128
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
