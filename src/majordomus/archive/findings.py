@@ -10,6 +10,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from datetime import timedelta
+from stat import S_ISLNK, S_ISREG
 from typing import TYPE_CHECKING
 
 from majordomus.archive import record as rec
@@ -116,11 +117,15 @@ def _marks(layout: Layout) -> Marks:
             names.add(name)
             if name.endswith(rendering) and not name.startswith("."):
                 renderings += 1
-            if entry.is_symlink():
+            try:
+                st = entry.stat(follow_symlinks=False)  # one call: the link and file tests are its mode
+            except OSError:  # gone since the listing
+                continue
+            mode = st.st_mode
+            if S_ISLNK(mode):
                 links += 1
-            elif entry.is_file(follow_symlinks=False):
-                st = entry.stat(follow_symlinks=False)
-                if st.st_mode & 0o077:
+            elif S_ISREG(mode):
+                if mode & 0o077:
                     wide += 1
                 if name.endswith(rendering):
                     stamps[name] = st.st_mtime_ns % 1_000_000_000
