@@ -193,7 +193,7 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
         log(layout, provider_name, f"the record could not be written ({why}); the prompt is lost")
         raise InternalError(f"capture prompt: the record could not be written into {rel} ({why})") from exc
     try:
-        write_renderings(layout.prompts_dir, name[: -len(".json")], record, sync=False)  # rebuildable
+        write_renderings(layout.prompts_dir, name[: -len(".json")], record, record_bytes=body)  # rebuildable
     except (OSError, MajordomusError):
         log(layout, provider_name,
             "a rendering could not be written; the record is safe (run majordomus capture render)")

@@ -10,10 +10,11 @@ import os
 import stat
 from dataclasses import dataclass, field
 from datetime import timedelta
+from stat import S_ISLNK, S_ISREG
 from typing import TYPE_CHECKING
 
 from majordomus.archive import record as rec
-from majordomus.archive.render import disagreeing
+from majordomus.archive.render import disagreeing, fingerprint
 from majordomus.archive.scan import entries
 from majordomus.errors import ContractError
 from majordomus.findings import Finding
@@ -27,6 +28,7 @@ RENDER = "majordomus capture render"
 RECONCILE = "majordomus capture reconcile"
 PRUNE = "majordomus capture prune"
 FORBIDDEN = ("response", "completion", "transcript", "messages", "reply", "assistant")
+_LEAKY_KNOWN = any(w in k for k in rec.KNOWN for w in FORBIDDEN)  # False today: then no record need be asked
 
 
 def findings(layout: Layout) -> list[Finding]:
@@ -36,8 +38,9 @@ def findings(layout: Layout) -> list[Finding]:
                         "follow it, so nothing is captured", "replace it with a real directory: majordomus update")]
     if not layout.prompts_dir.is_dir():
         return [Finding("INFO", "prompts", rel, "no archive here; nothing has been captured into this checkout")]
-    out = _privacy(layout, rel)
-    tally = _tally(layout)
+    marks = _marks(layout)
+    out = _privacy(layout, rel, marks)
+    tally = _tally(layout, marks)
     if not tally.count:
         out.append(Finding("OK", "prompts", rel, "no records yet; the archive is empty"))
     else:
@@ -89,21 +92,66 @@ class Tally:
     leaky: Named = field(default_factory=Named)
     unrendered: Named = field(default_factory=Named)
     stale: Named = field(default_factory=Named)
+    strays: int = 0  # renderings without a record beside them
 
 
-def _tally(layout: Layout) -> Tally:
+@dataclass
+class Marks:
+    """One pass over the directory, a stat of each entry: what privacy counts, and each rendering's fingerprint."""
+
+    names: set[str] = field(default_factory=set)
+    wide: int = 0
+    links: int = 0
+    stamps: dict[str, int] = field(default_factory=dict)  # a plain .md/.yaml file -> its mtime's nanoseconds
+    renderings: int = 0  # names of renderings (not hidden): those without a record are strays
+
+
+def _marks(layout: Layout) -> Marks:
+    m = Marks()
+    names, stamps = m.names, m.stamps
+    wide = links = renderings = 0
+    rendering = (".md", ".yaml")
+    with os.scandir(layout.prompts_dir) as it:
+        for entry in it:
+            name = entry.name
+            names.add(name)
+            if name.endswith(rendering) and not name.startswith("."):
+                renderings += 1
+            try:
+                st = entry.stat(follow_symlinks=False)  # one call: the link and file tests are its mode
+            except OSError:  # gone since the listing
+                continue
+            mode = st.st_mode
+            if S_ISLNK(mode):
+                links += 1
+            elif S_ISREG(mode):
+                if mode & 0o077:
+                    wide += 1
+                if name.endswith(rendering):
+                    stamps[name] = st.st_mtime_ns % 1_000_000_000
+    m.wide, m.links, m.renderings = wide, links, renderings
+    return m
+
+
+def _tally(layout: Layout, marks: Marks) -> Tally:
     from majordomus.archive.prune import age_key, bounds
 
-    t = Tally(names=set(os.listdir(layout.prompts_dir)))
+    t = Tally(names=marks.names)
+    stamps = marks.stamps
     cutoff = None
     try:
         t.limits = bounds(layout)
         cutoff = (now_utc() - timedelta(days=t.limits.max_days)).strftime("%Y%m%d%H%M%S")
     except ContractError as exc:
         t.limits_problem = exc.message
-    for e in entries(layout, sorted(n for n in t.names if rec.is_record_name(n))):
+    names = t.names
+    matched = 0  # renderings with their record beside them
+    for e in entries(layout, sorted(n for n in names if rec.is_record_name(n))):
         t.count += 1
         r = e.record
+        md, yml = f"{e.stem}.md", f"{e.stem}.yaml"
+        has_md, has_yml = md in names, yml in names
+        matched += has_md + has_yml
         if r is None:
             t.refused.add(e.name, e.problem)
             continue
@@ -121,29 +169,25 @@ def _tally(layout: Layout) -> Tally:
             t.old += cutoff is not None and age_key(e) < cutoff
         if not e.pretty:
             t.ugly.add(e.name)
-        if any(w in k for k in r.members() for w in FORBIDDEN):
-            t.leaky.add(e.name)
-        if f"{e.stem}.md" not in t.names or f"{e.stem}.yaml" not in t.names:
+        if _LEAKY_KNOWN and any(w in k for k in r.members() for w in FORBIDDEN):
+            t.leaky.add(e.name)  # (a parsed record has only KNOWN members; one with another is refused above)
+        if not (has_md and has_yml):
             t.unrendered.add(e.name)
-        elif disagreeing(layout.prompts_dir, e.stem, r):
-            t.stale.add(e.name)
+        else:
+            mark = fingerprint(e.raw)  # both carry it: written whole from these very bytes (render.py)
+            if not (stamps.get(md) == mark and stamps.get(yml) == mark) and disagreeing(layout.prompts_dir, e.stem, r):
+                t.stale.add(e.name)
+    t.strays = marks.renderings - matched
     return t
 
 
-def _privacy(layout: Layout, rel: str) -> list[Finding]:
+def _privacy(layout: Layout, rel: str, marks: Marks) -> list[Finding]:
     out: list[Finding] = []
     mode = stat.S_IMODE(os.lstat(layout.prompts_dir).st_mode)
     if mode != PRIVATE_DIR:
         out.append(Finding("FAIL", "prompts", rel, f"the archive directory is mode {mode:o}; the file names are the "
                            "openings of the prompts", RENDER))
-    wide = links = 0
-    with os.scandir(layout.prompts_dir) as it:
-        for entry in it:
-            if entry.is_symlink():
-                links += 1
-            elif (entry.is_file(follow_symlinks=False)
-                  and stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode) & 0o077):
-                wide += 1
+    wide, links = marks.wide, marks.links
     if wide:
         out.append(Finding("FAIL", "prompts", rel, f"{wide} file(s) in the prompt archive are readable beyond their "
                            "owner; raw prompts are the most private thing this tool writes", RENDER))
@@ -189,7 +233,6 @@ def _retention(t: Tally) -> list[Finding]:
 
 def _shape(layout: Layout, t: Tally, rel: str) -> list[Finding]:
     out: list[Finding] = []
-    names = t.names
     if t.refused.count:
         out.append(Finding("FAIL", "capture", rel, f"{t.refused.count} file(s) under a record's name are not records "
                            f"this writer can account for: {t.refused.names()} (the first {t.refused.problem})"))
@@ -206,9 +249,7 @@ def _shape(layout: Layout, t: Tally, rel: str) -> list[Finding]:
         out.append(Finding("FAIL", "capture", rel, f"{t.stale.count} record(s) have a rendering that says something "
                            f"else than the record (a rewrite was cut short; it may still show a pruned body): "
                            f"{t.stale.names()}", RENDER))
-    stems = {n[: -len(".json")] for n in names if rec.is_record_name(n)}
-    strays = sum(1 for n in names if not n.startswith(".") and n.endswith((".md", ".yaml"))
-                 and n.rsplit(".", 1)[0] not in stems)
+    strays = t.strays
     if strays:
         out.append(Finding("WARN", "capture", rel, f"{strays} rendering(s) have no record beside them; a "
                            "rendering is never turned back into a record, so they are reported, not repaired"))

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from majordomus import ledger
 from majordomus.archive import record as rec
-from majordomus.archive.scan import Entry, entries, lock_archive, rewrite
+from majordomus.archive.scan import Entry, Rewriter, entries, lock_archive
 from majordomus.errors import ContractError, InternalError
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import Layout
@@ -100,16 +100,19 @@ def prune(layout: Layout, *, dry_run: bool = False, now: datetime | None = None)
         result = plan(entries(layout), limits, moment)
         at = rfc3339(moment)
         # the victims read again, one at a time: under the lock no rewriter has changed them since
-        for done, entry in enumerate(entries(layout, result.victims)):
-            if entry.record is None or entry.record.text is None:
-                continue
-            try:
-                rewrite(layout, entry, tombstoned(entry.record, at))
-            except OSError as exc:  # a full disk: each rewrite is atomic, so what is not pruned is still whole
-                raise InternalError(
-                    f"prune: {exc.strerror or type(exc).__name__} while pruning {entry.name}; {done} of "
-                    f"{result.pruned} body(ies) pruned, the others kept whole",
-                    "free space on that disk, then run majordomus capture prune again") from exc
+        rewriter = Rewriter(layout)
+        entry = None
+        try:
+            with rewriter:
+                for entry in entries(layout, result.victims):
+                    if entry.record is not None and entry.record.text is not None:
+                        rewriter.add(entry, tombstoned(entry.record, at))
+        except OSError as exc:  # a full disk: each rewrite is atomic, so what is not pruned is still whole
+            where = f" while pruning {entry.name}" if entry is not None else ""
+            raise InternalError(
+                f"prune: {exc.strerror or type(exc).__name__}{where}; {rewriter.done} of "
+                f"{result.pruned} body(ies) pruned, the others kept whole",
+                "free space on that disk, then run majordomus capture prune again") from exc
     if result.pruned:
         ledger.append(layout, "prompts.pruned", records=result.records, pruned=result.pruned,
                       bytes_left=result.bytes_left, refused=result.refused)

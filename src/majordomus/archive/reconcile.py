@@ -15,7 +15,7 @@ from typing import TypeAlias
 
 from majordomus import ledger
 from majordomus.archive import record as rec
-from majordomus.archive.scan import Entry, entries, has_archive, lock_archive, rewrite
+from majordomus.archive.scan import Entry, Rewriter, entries, has_archive, lock_archive
 from majordomus.episodes import store
 from majordomus.identity import now_utc, parse_rfc3339, repository_id, worktree_id
 from majordomus.layout import Layout
@@ -256,9 +256,8 @@ def reconcile(layout: Layout, *, dry_run: bool = False, now: datetime | None = N
         return Result()
     if dry_run:
         return plan(layout, lambda names: entries(layout, names), gather(layout), moment)
-    with lock_archive(layout):
-        result = plan(layout, lambda names: entries(layout, names), gather(layout), moment,
-                      lambda entry, new: rewrite(layout, entry, new))
+    with lock_archive(layout), Rewriter(layout) as rewriter:  # the rewrites in batches of fsyncs (issue 12)
+        result = plan(layout, lambda names: entries(layout, names), gather(layout), moment, rewriter.add)
     ledger.append(layout, "prompts.reconciled", records=result.records, linked=result.linked,
                   unlinked=result.unlinked, refused=result.refused, already_linked=result.already)
     return result

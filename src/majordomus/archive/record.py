@@ -35,6 +35,7 @@ LINKS: tuple[Link, ...] = LINKED + UNLINKED
 SLUG_MAX = 48
 _SLUG_SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")  # anything else is a separator (no `re` here)
 _DIGITS = frozenset("0123456789")
+_NAME_SAFE = _SLUG_SAFE | {"-"}
 
 
 class RecordError(ValueError):
@@ -130,6 +131,28 @@ class PromptRecord:
     @classmethod
     def from_members(cls, members: dict[str, Any]) -> PromptRecord:
         """The record of a parsed JSON object; RecordError for what this writer could not rewrite whole."""
+        # the common record, every member a SPEC field or optional one holding a string or null (and an int
+        # `pruned_bytes`), built without the keyword constructor's checks: 28 µs a record became ~4 (issue 12);
+        # the same value as `_checked` builds (tests/issues/test_12_archive_speed.py compares the two)
+        for key, item in members.items():
+            if key not in _PLAIN or (item is not None
+                                     and type(item) is not (int if key == "pruned_bytes" else str)):
+                return cls._checked(members)
+        if members.get("schema") not in _SCHEMAS:
+            return cls._checked(members)
+        keys = tuple(members)
+        present = _PRESENT.get(keys)
+        if present is None:
+            present = _PRESENT[keys] = frozenset(k for k in FIELDS if k in members)
+        obj = object.__new__(cls)
+        own = obj.__dict__
+        own.update(_DEFAULTS)
+        own.update(members)
+        own["present"] = present
+        return obj
+
+    @classmethod
+    def _checked(cls, members: dict[str, Any]) -> PromptRecord:
         unknown = sorted(k for k in members if k not in KNOWN)
         if unknown:
             raise RecordError(f"has member(s) this writer does not know: {', '.join(unknown[:5])}")
@@ -145,6 +168,12 @@ class PromptRecord:
         own = {k: members[k] for k in (*FIELDS, *OPTIONAL) if k in members}
         legacy = tuple((k, members[k]) for k in LEGACY if k in members)
         return cls(**own, legacy=legacy, present=frozenset(k for k in FIELDS if k in members))
+
+
+_PLAIN = frozenset(FIELDS + OPTIONAL)  # the members `from_members` builds directly
+_SCHEMAS = (SCHEMA, *LEGACY_SCHEMAS)
+_DEFAULTS: dict[str, Any] = {name: None for name in (*FIELDS, *OPTIONAL)} | {"legacy": (), "present": frozenset()}
+_PRESENT: dict[tuple[str, ...], frozenset[str]] = {}  # one frozenset per key order met: few, and shared
 
 
 def dumps(record: PromptRecord) -> bytes:
@@ -163,15 +192,16 @@ def is_pretty(raw: bytes) -> bool:
             and lines[-1] == b"}")
 
 
-def read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path | str) -> bytes:
     """A record's bytes; a symlink under a record's name is refused, never followed."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
-        chunks = []
-        while True:
+        chunk = os.read(fd, 1 << 16)
+        if len(chunk) < 1 << 16:  # a regular file reads whole up to its end: no second read for the EOF
+            return chunk
+        chunks = [chunk]
+        while chunk:
             chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
             chunks.append(chunk)
     finally:
         os.close(fd)
@@ -206,7 +236,7 @@ def name_stamp(name: str) -> str | None:
     """The 14-digit capture second a record's file name starts with (`<14 digits>-<[a-z0-9-]*>.json`)."""
     stamp, slug_ = name[:14], name[15:-len(".json")]
     if (len(name) >= 20 and name[14] == "-" and name.endswith(".json") and _DIGITS.issuperset(stamp)
-            and (_SLUG_SAFE | {"-"}).issuperset(slug_)):
+            and _NAME_SAFE.issuperset(slug_)):
         return stamp
     return None
 

@@ -5,8 +5,13 @@ Both are rebuilt from the record, never the other way. Stdlib only: the hook pat
 
 from __future__ import annotations
 
+import os
+import stat
+import time
+
 from majordomus.archive import record as rec
-from majordomus.layout import PRIVATE_FILE, write_atomic
+from majordomus.identity import sha256
+from majordomus.layout import PRIVATE_FILE, refuse_symlink, temp_name
 from majordomus.simple_yaml import ESCAPE_BMP, has_surrogate, yaml_scalar
 
 TYPE_CHECKING = False
@@ -144,18 +149,112 @@ def renderings(record: rec.PromptRecord, stem: str) -> dict[str, bytes]:
     return {f"{stem}.md": _encode(render_md(record, stem)), f"{stem}.yaml": _encode(render_yaml(record, stem))}
 
 
-def write_renderings(directory: Path, stem: str, record: rec.PromptRecord, *, sync: bool = True) -> None:
-    """Both renderings, each atomically and 0600; a symlink under either name is refused.
+# The fingerprint a writer leaves in the nanoseconds of each rendering's mtime: a hash of the record's bytes (and of
+# this renderer's version) folded into 1 .. 10^9-1. A rendering whose mtime carries its record's fingerprint was
+# written whole from exactly those bytes by this renderer, so doctor and render need not read and rebuild it (a
+# `stat` rather than a render and a read: issue 12). Anything else — an edit, a copy, a rewrite killed half-way,
+# a renderer of another version, a filesystem without nanoseconds — misses and is compared byte for byte.
+# Bump RENDER_VERSION whenever render_md or render_yaml changes what it writes.
+RENDER_VERSION = b"majordomus-render-1"
+_NS = 1_000_000_000
 
-    `sync=False` (the prompt hook) skips their fsyncs: a rendering is rebuilt from its record by
-    `majordomus capture render`, and doctor names one that is missing or disagrees."""
+
+def fingerprint(record_bytes: bytes) -> int:
+    """What a rendering's `st_mtime_ns % 10**9` is when it was written from a record of these bytes (never 0)."""
+    digest = sha256(RENDER_VERSION + b"\0" + record_bytes).digest()
+    return int.from_bytes(digest[:8], "big") % (_NS - 1) + 1
+
+
+def _stamp(fd: int, mark: int) -> None:
+    """Set the file's mtime to this second with `mark` as its nanoseconds (0: no fingerprint)."""
+    st = os.fstat(fd)
+    os.utime(fd, ns=(st.st_atime_ns, int(time.time()) * _NS + mark))
+
+
+def write_rendering(path: Path, data: bytes, mark: int) -> None:
+    """One rendering, 0600, carrying the fingerprint `mark`; a symlink under its name is refused (RefusedError).
+
+    A rendering is rebuildable, so it costs no fsync and, when it already exists, no replacing rename (a rename
+    over an existing file cost ~1.3 ms here, most of `render --force` and of a prune, issue 12): it is written in
+    place — the old fingerprint cleared first, then truncated to nothing before the new bytes, then the new
+    fingerprint — so a kill at any moment leaves a rendering that is whole, or one that is empty or short and
+    carries no fingerprint (doctor names it, `capture render` repairs it), never a byte of the old body. A new
+    name is created exclusively. A file with another hard link is never written through: it is replaced by a
+    temp and a rename, like anything that is not one plain file of ours."""
+    refuse_symlink(path)
+    flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+    except FileExistsError:
+        fd = os.open(path, flags)  # ELOOP if a link took the name since: an OSError, the rendering not written
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(fd)
+            _replace(path, data, mark)
+            return
+        try:
+            _stamp(fd, 0)
+            os.ftruncate(fd, 0)
+        except BaseException:
+            os.close(fd)
+            raise
+    try:
+        os.fchmod(fd, PRIVATE_FILE)  # whatever the umask was
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        _stamp(fd, mark)
+    finally:
+        os.close(fd)
+
+
+def _replace(path: Path, data: bytes, mark: int) -> None:
+    tmp = temp_name(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE)
+    try:
+        os.fchmod(fd, PRIVATE_FILE)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        _stamp(fd, mark)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+
+
+def write_renderings(directory: Path, stem: str, record: rec.PromptRecord, *,
+                     record_bytes: bytes | None = None) -> None:
+    """Both renderings, 0600, each carrying the fingerprint of `record_bytes` (the record's bytes on disk; by
+    default what `rec.dumps` writes for it). No fsync: a rendering is rebuilt from its record by
+    `majordomus capture render`, and doctor names one that is missing or disagrees (docs/decisions.md)."""
+    mark = fingerprint(rec.dumps(record) if record_bytes is None else record_bytes)
     for name, data in renderings(record, stem).items():
-        write_atomic(directory / name, data, PRIVATE_FILE, sync=sync)
+        write_rendering(directory / name, data, mark)
 
 
-def disagreeing(directory: Path, stem: str, record: rec.PromptRecord) -> list[str]:
+def fingerprinted(directory: Path, stem: str, record_bytes: bytes) -> bool:
+    """Both renderings are plain files that carry the fingerprint of these record bytes (a stat each, no read)."""
+    mark = fingerprint(record_bytes)
+    base = os.path.join(directory, stem)
+    for suffix in (".md", ".yaml"):
+        try:
+            st = os.lstat(base + suffix)
+        except OSError:
+            return False
+        if not stat.S_ISREG(st.st_mode) or st.st_mtime_ns % _NS != mark:
+            return False
+    return True
+
+
+def disagreeing(directory: Path, stem: str, record: rec.PromptRecord, record_bytes: bytes | None = None) -> list[str]:
     """The renderings of a record that are missing or say something else than the record (a rewrite killed
-    half-way); a symlink counts as disagreeing, and is never followed."""
+    half-way); a symlink counts as disagreeing, and is never followed. With the record's bytes, renderings that
+    carry their fingerprint are taken as agreeing without being read."""
+    if record_bytes is not None and fingerprinted(directory, stem, record_bytes):
+        return []
     out = []
     for name, data in renderings(record, stem).items():
         try:
@@ -165,3 +264,39 @@ def disagreeing(directory: Path, stem: str, record: rec.PromptRecord) -> list[st
         if current != data:
             out.append(name)
     return out
+
+
+def refresh(directory: Path, stem: str, record: rec.PromptRecord, record_bytes: bytes) -> int:
+    """Make both renderings agree with the record, writing only what differs: a rendering whose bytes are right
+    but which lacks the fingerprint gets it (one utime, no write). Returns how many renderings were written."""
+    mark = fingerprint(record_bytes)
+    written = 0
+    for name, data in renderings(record, stem).items():
+        path = directory / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            fd = -1
+        if fd != -1:
+            try:
+                st = os.fstat(fd)
+                same = (stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and st.st_size == len(data)
+                        and _read_all(fd) == data)
+                if same:
+                    if st.st_mtime_ns % _NS != mark:
+                        _stamp(fd, mark)  # the bytes and the stamp on one inode: no race with a rename
+                    continue
+            finally:
+                os.close(fd)
+        write_rendering(path, data, mark)
+        written += 1
+    return written
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)

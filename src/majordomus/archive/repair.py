@@ -12,7 +12,7 @@ import stat
 import time
 
 from majordomus.archive import record as rec
-from majordomus.archive.render import disagreeing, write_renderings
+from majordomus.archive.render import fingerprinted, refresh
 from majordomus.archive.scan import entries
 from majordomus.errors import RefusedError
 from majordomus.layout import PRIVATE_DIR, PRIVATE_FILE, Layout, write_atomic
@@ -53,7 +53,11 @@ def repair_modes(layout: Layout) -> tuple[int, int, list[str]]:
 
 def render_all(layout: Layout, *, force: bool = False) -> tuple[int, int, list[str]]:
     """(renderings written, failures, refused names): renderings missing or disagreeing with their record, records
-    not pretty, or all with force."""
+    not pretty, or all with force.
+
+    A rendering whose bytes are already right is not written again, even with force (issue 12: 2 renames a record
+    were most of `render --force`); with force each is still read and compared, without it one that carries its
+    record's fingerprint is taken as agreeing (render.fingerprinted)."""
     directory = layout.prompts_dir
     written = failed = 0
     refused: list[str] = []
@@ -61,17 +65,17 @@ def render_all(layout: Layout, *, force: bool = False) -> tuple[int, int, list[s
         if entry.record is None:
             refused.append(entry.name)
             continue
-        if entry.pretty and not force and not disagreeing(directory, entry.stem, entry.record):
-            continue  # both renderings there and saying exactly what the record says
+        if entry.pretty and not force and fingerprinted(directory, entry.stem, entry.raw):
+            continue  # both renderings written whole from exactly these record bytes
         try:
-            record = entry.record
+            record, data = entry.record, entry.raw
             if not entry.pretty:  # an older one-line record, every member known and scalar: reformat, re-stamp
                 record = replace(record, schema=rec.SCHEMA)
-                write_atomic(entry.path, rec.dumps(record), PRIVATE_FILE)
+                data = rec.dumps(record)
+                write_atomic(entry.path, data, PRIVATE_FILE)
             # no fsync each: a rendering is rebuilt from its record by this very command (issue 12; the
             # record's own rewrite above stays durable)
-            write_renderings(directory, entry.stem, record, sync=False)
-            written += 2
+            written += refresh(directory, entry.stem, record, data)
         except RefusedError:  # a symlink under a rendering's name
             refused.append(entry.name)
         except OSError:

@@ -13,19 +13,24 @@ from pathlib import Path
 
 from majordomus.archive import record as rec
 from majordomus.archive.render import write_renderings
-from majordomus.layout import PRIVATE_FILE, Layout, file_lock, write_atomic
+from majordomus.layout import PRIVATE_FILE, Layout, file_lock, refuse_symlink, temp_name
 from majordomus.values import replace
 
 
 @dataclass
 class Entry:
-    """One file under a record's name: the record, or why this writer cannot account for it."""
+    """One file under a record's name: the record, or why this writer cannot account for it; and its bytes."""
 
     name: str
-    path: Path
+    directory: Path
     record: rec.PromptRecord | None
     problem: str | None
     pretty: bool
+    raw: bytes = b""  # the record's bytes as read: what its renderings' fingerprint is taken of
+
+    @property
+    def path(self) -> Path:
+        return self.directory / self.name
 
     @property
     def stem(self) -> str:
@@ -49,19 +54,21 @@ def scan(layout: Layout, names: list[str] | None = None) -> list[Entry]:
 def entries(layout: Layout, names: Iterable[str] | None = None) -> Iterator[Entry]:
     """Each record read and parsed in turn, oldest first: a caller that keeps only what it needs of each holds
     one parsed record at a time, never the archive (100k records parsed at once were 450 MiB, issue 12)."""
+    directory = layout.prompts_dir
+    base = os.fspath(directory)
     for name in record_names(layout) if names is None else names:
-        path = layout.prompts_dir / name
         try:
-            raw = rec.read_bytes(path)
+            raw = rec.read_bytes(os.path.join(base, name))  # a str path: a Path a record cost ~4 µs (issue 12)
         except OSError as exc:
             # ELOOP: a symlink under a record's name, refused rather than followed
-            why = "is a symbolic link" if path.is_symlink() else f"cannot be read ({exc.strerror})"
-            yield Entry(name, path, None, why, False)
+            why = "is a symbolic link" if os.path.islink(os.path.join(base, name)) else \
+                f"cannot be read ({exc.strerror})"
+            yield Entry(name, directory, None, why, False)
             continue
         try:
-            yield Entry(name, path, rec.parse(raw), None, rec.is_pretty(raw))
+            yield Entry(name, directory, rec.parse(raw), None, rec.is_pretty(raw), raw)
         except rec.RecordError as exc:
-            yield Entry(name, path, None, str(exc), False)
+            yield Entry(name, directory, None, str(exc), False)
 
 
 @contextlib.contextmanager
@@ -75,14 +82,72 @@ def lock_archive(layout: Layout) -> Iterator[None]:
 
 
 def rewrite(layout: Layout, entry: Entry, record: rec.PromptRecord) -> None:
-    """Replace a record and both renderings, each atomically (never a partial file under its name)."""
-    record = replace(record, schema=rec.SCHEMA)
-    # the renderings first: a kill between the two writes leaves a record that still asks for the rewrite
-    # (the next run redoes it), never a record whose body was taken beside renderings that keep it
-    write_renderings(layout.prompts_dir, entry.stem, record)
-    write_atomic(entry.path, rec.dumps(record), PRIVATE_FILE)
-    entry.record = record
-    entry.pretty = True
+    """Replace a record and both renderings (never a partial record under its name)."""
+    with Rewriter(layout) as rewriter:
+        rewriter.add(entry, record)
+
+
+class Rewriter:
+    """Rewrites records in batches, each record exactly as durable as one rewritten alone.
+
+    Per record, as ever: both renderings first (in place, no fsync: rebuildable), then the record's temp file,
+    fsynced, renamed over the record — so a kill between the two leaves a record that still asks for the rewrite
+    (the next run redoes it), never a record whose body was taken beside renderings that keep it. What changes
+    is the order across records: the temps of a batch are all written before the first is fsynced, so the
+    fsyncs after the first find their journal already committed (200 small files fsynced interleaved: 2.2–4.8 ms
+    each here, batched 0.4–2.2 ms: most of a first prune, issue 12). A record is renamed only after its own fsync; a
+    failure leaves the records not yet renamed whole, and their temps removed. `done` counts records renamed."""
+
+    BATCH = 128
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.done = 0
+        self._pending: list[tuple[Entry, rec.PromptRecord]] = []
+
+    def __enter__(self) -> Rewriter:
+        return self
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        if kind is None:
+            self.flush()
+        self._pending.clear()
+
+    def add(self, entry: Entry, record: rec.PromptRecord) -> None:
+        self._pending.append((entry, replace(record, schema=rec.SCHEMA)))
+        if len(self._pending) >= self.BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, []
+        temps: list[tuple[Entry, rec.PromptRecord, bytes, Path, int]] = []
+        try:
+            for entry, record in pending:
+                data = rec.dumps(record)
+                write_renderings(self.layout.prompts_dir, entry.stem, record, record_bytes=data)
+                refuse_symlink(entry.path)
+                tmp = temp_name(entry.path)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE)
+                temps.append((entry, record, data, tmp, fd))
+                os.fchmod(fd, PRIVATE_FILE)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            while temps:
+                entry, record, data, tmp, fd = temps[0]
+                os.fsync(fd)
+                os.close(fd)
+                temps[0] = (entry, record, data, tmp, -1)
+                os.replace(tmp, entry.path)
+                temps.pop(0)
+                entry.record, entry.pretty, entry.raw = record, True, data
+                self.done += 1
+        finally:
+            for _, _, _, tmp, fd in temps:  # not renamed: the record under its name is still whole
+                if fd != -1:
+                    os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
 
 
 def has_archive(layout: Layout) -> bool:

@@ -55,7 +55,8 @@ def prune_command(ctx: Context, argv: list[str]) -> int:
 def render_command(ctx: Context, argv: list[str]) -> int:
     p = parser("capture render", "Repair the prompt archive's modes over the whole directory and (re)write "
                                  "missing renderings.")
-    p.add_argument("--force", action="store_true", help="rewrite every rendering, not only missing ones")
+    p.add_argument("--force", action="store_true", help="compare every rendering with its record byte for byte "
+                   "(not trusting its fingerprint) and rewrite those that differ")
     args = p.parse_args(argv)
     layout = Layout(ctx.root).require()
     rel = str(layout.prompts_dir.relative_to(layout.root))
