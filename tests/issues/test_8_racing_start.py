@@ -5,12 +5,14 @@ the working tree's state), so the prompt hook runs while the start holds its mar
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import time
 from pathlib import Path
 
+from majordomus.episodes.starting import WAIT_SECONDS
 from support import MAJORDOMUS, open_files
 
 SLOW_SECONDS = 1.5
@@ -84,18 +86,28 @@ def test_a_mark_left_by_a_killed_start_makes_no_prompt_wait(initialised_repo: Pa
     assert record["episode_link"] == "orphan"
 
 
-def test_a_prompt_of_another_session_does_not_wait_for_a_running_start(initialised_repo: Path,
-                                                                     tmp_path: Path) -> None:
-    starter = start(initialised_repo, slow_git(tmp_path, seconds=6), "cop-3")
-    marks = initialised_repo / ".ai/local/state/starting"
-    deadline = time.monotonic() + 10
-    while not (marks.is_dir() and any(marks.iterdir())) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    done = prompt(initialised_repo, "someone-else")
-    running = starter.poll() is None
-    starter.communicate(timeout=30)
+def test_a_prompt_of_another_session_does_not_wait_for_a_running_start(initialised_repo: Path) -> None:
+    """The start is held inside its session's lock (as a concurrent close of that session would hold it) with its
+    mark left: it runs for as long as the test says, so a prompt that waited for it would take the whole wait."""
+    lock = initialised_repo / ".ai/local/state/locks/session.cop-3.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+b") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        starter = start(initialised_repo, dict(os.environ), "cop-3")
+        marks = initialised_repo / ".ai/local/state/starting"
+        deadline = time.monotonic() + 30
+        while not (marks.is_dir() and any(marks.iterdir())) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert marks.is_dir() and any(marks.iterdir()), "the start left no mark to be mistaken for"
+        began = time.monotonic()
+        done = prompt(initialised_repo, "someone-else")
+        took = time.monotonic() - began
+        running = starter.poll() is None
+    starter.communicate(timeout=60)  # the lock let go: the start opens its episode
     assert done.returncode == 0 and b"orphan: no episode open" in done.stderr
-    assert running, "the prompt waited for a start that is not its session's"
+    assert running, "the start ended before the prompt did: the test proved nothing"
+    assert took < WAIT_SECONDS - 1, f"the prompt waited {took:.1f} s for a start that is not its session's"
+    assert starter.returncode == 0
 
 
 def test_a_start_that_begins_just_after_the_prompt_hook_still_gets_the_prompt(initialised_repo: Path,
