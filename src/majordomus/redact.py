@@ -10,7 +10,8 @@ How a rule runs (its `anchor`), cheapest first:
   a hint costs one scan of the text, and so does a pattern with a literal prefix (`re` skips to it), so on
   a long text a rule with several hints and no anchor is run without them: one scan, not one per hint;
 - `anchor: hint`: every match starts where a hint occurs, so the pattern is tried only there (`str.find`,
-  no scan of the text by a pattern whose first character is a class or case-insensitive);
+  no scan of the text by a pattern whose first character is a class or case-insensitive); with `locate`,
+  only where one of those patterns over the lowercased text matches (a hint and what must follow it);
 - `anchor: name`: the assignment rules. `locate` are small patterns over the lowercased text, one per
   credential word with a literal start, that find a word followed by an operator and the start of a value;
   the rule is tried only at the start of the name that ends there. Prose full of "token" and "key" costs
@@ -82,10 +83,13 @@ class Rule:
 
         return re.compile(self.source)  # `re` caches compiled patterns per process
 
-    def may_match(self, text: str, lowered: str) -> bool:
-        """False when the text contains none of the hints (every match contains one)."""
+    def may_match(self, text: str, lowered: str, known: dict[str, bool] | None = None) -> bool:
+        """False when the text contains none of the hints (every match contains one). `known` says of some
+        hints whether the text holds them (`_pivot_hints`: found in one scan with others)."""
         if len(self.hints) > 1 and self.anchor != "hint" and len(text) >= LONG_TEXT:
             return True
+        if known:
+            return not self.hints or any(known[hint] if hint in known else hint in lowered for hint in self.hints)
         return not self.hints or any(hint in lowered for hint in self.hints)
 
     def starts(self, text: str, lowered: str,
@@ -94,6 +98,8 @@ class Rule:
 
         `lowered` is the text lowercased with the same length."""
         if self.anchor == "hint":
+            if self.locate:  # patterns over the lowercased text, whose matches start where the rule's may
+                return _hint_located(self.locate, lowered)
             if sum(lowered.count(hint) for hint in self.hints) * DENSE_HINTS > len(lowered):
                 return None
             return self._hint_starts(lowered)
@@ -110,6 +116,53 @@ class Rule:
                 position = lowered.find(hint, position + 1)
         return sorted(starts)
 
+
+
+# On a long text, the hints that hold one of these characters are looked for in one scan per character (found at
+# each occurrence of it by look-behinds, in C) instead of one scan per hint: `hf_`, `npm_`, `sk_`, `rk_`,
+# `api_org_` and `github_pat_` cost one scan, not six. A text dense in the character (code is full of `_`) gets
+# one scan per hint as before.
+PIVOTS = "_-."
+_pivot_patterns: dict[tuple[str, ...], re.Pattern[str]] = {}
+
+
+def _pivot_hints(lowered: str, hints: tuple[str, ...]) -> dict[str, bool]:
+    """Whether `lowered` holds each of the `hints` that has a pivot character, when that character is sparse."""
+    known: dict[str, bool] = {}
+    for pivot in PIVOTS:
+        heads = {h: h[:h.rindex(pivot) + 1] for h in hints if pivot in h}
+        # a pivot where two heads end tells one of them only: a head that ends another is left to its own scan
+        group = tuple(h for h, head in heads.items()
+                      if not any(o != h and (head.endswith(other) or other.endswith(head))
+                                 for o, other in heads.items()))
+        if len(group) < 2 or lowered.count(pivot) * DENSE_HINTS > len(lowered):
+            continue
+        pattern = _pivot_patterns.get(group)
+        if pattern is None:
+            import re
+
+            # each hint up to its last pivot, as a look-behind ending at the pivot: a named group per hint
+            ends = "|".join(f"(?<=(?P<h{n}>{re.escape(heads[h])}))" for n, h in enumerate(group))
+            pattern = _pivot_patterns[group] = re.compile(f"{re.escape(pivot)}(?:{ends})")
+        found = dict.fromkeys(group, False)
+        for match in pattern.finditer(lowered):
+            hint = group[int(str(match.lastgroup)[1:])]
+            if not found[hint]:  # the head is there; the hint is if its tail follows
+                found[hint] = lowered.startswith(hint, match.end() - len(heads[hint]))
+        known.update(found)
+    return known
+
+
+def _hint_located(locate: tuple[str, ...], lowered: str) -> list[int]:
+    """The starts of a hint-anchored rule's locator matches: each starts with a hint's literal, so `re` skips to
+    it, and its look-ahead rejects in C what the rule would reject in a Python loop over every hint (prose full
+    of "Bearer authentication" costs one scan, not a pattern tried at each of its 3,400 hints a MB)."""
+    import re
+
+    starts: set[int] = set()
+    for source in locate:
+        starts.update(found.start() for found in re.finditer(source, lowered))
+    return sorted(starts)
 
 
 def _located(locate: tuple[str, ...], text: str, lowered: str, cache: dict[tuple[str, ...], list[int]]) -> list[int]:
@@ -225,10 +278,16 @@ def rule_spans(rule: Rule, text: str, lowered: str | None = None,
     pattern = rule.pattern
     has_secret = "secret" in pattern.groupindex
     if starts is None and not rule.check:  # every match claims its span: `re` walks them itself
+        judged: dict[str, bool] = {}  # a pasted log repeats its token: each distinct span is judged once
         for each in pattern.finditer(text):
             first, last = each.span("secret") if has_secret else each.span()
-            if first < last and not _is_placeholder(text[first:last]):
-                yield first, last
+            if first < last:
+                span = text[first:last]
+                placeholder = judged.get(span)
+                if placeholder is None:
+                    placeholder = judged[span] = _is_placeholder(span)
+                if not placeholder:
+                    yield first, last
         return
     end = 0
     candidates = iter(starts) if starts is not None else None
@@ -269,8 +328,12 @@ def _find_spans(text: str, rules: list[Rule], use_hints: bool = True) -> list[tu
     lowered = text.lower()
     aligned = lowered if use_hints and len(lowered) == len(text) else None
     located: dict[tuple[str, ...], list[int]] = {}
+    known: dict[str, bool] | None = None
+    if use_hints and len(text) >= LONG_TEXT:
+        known = _pivot_hints(lowered, tuple(dict.fromkeys(h for r in rules if len(r.hints) == 1 or r.anchor == "hint"
+                                                          for h in r.hints)))
     for rule in rules:
-        if use_hints and not rule.may_match(text, lowered):
+        if use_hints and not rule.may_match(text, lowered, known):
             continue
         if not starts:  # the first rule that fires takes all its spans: they are sorted and never overlap
             for start, end in rule_spans(rule, text, aligned, located):

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import majordomus.archive.redact_table as redact_table
 import majordomus.redact as redact_module
-from majordomus.redact import Rule, load_rules, redact
+from majordomus.redact import LONG_TEXT, Rule, load_rules, redact
 
 SRC = Path(redact_module.__file__).resolve().parents[1]
 CORPUS = Path(__file__).with_name("redaction_corpus.tsv")
@@ -498,15 +498,50 @@ PADDING = "Please look at the failing test in the layout module and tell me why 
 
 
 def test_a_text_dense_with_hints_is_scanned_whole_with_the_same_result() -> None:
-    """'Basic ' x 150k: trying the pattern at every hinted start cost 6x prose; a whole scan gives the same."""
-    rule = next(r for r in load_rules() if r.name == "basic-auth")
-    dense = "Basic " * 2000 + "Basic RmFrZVVzZXI6RmFrZTBQYXNzd29yZDE="
+    """'sk_' x 2000: trying the pattern at every hinted start cost 6x prose; a whole scan gives the same."""
+    rule = next(r for r in load_rules() if r.name == "stripe-key")
+    dense = "sk_ " * 2000 + "sk_live_51FakeStripeKey0123456789AbCd"
     assert rule.starts(dense, dense.lower()) is None
     sparse = PADDING + dense[-40:]
-    assert rule.starts(sparse, sparse.lower()) == [len(PADDING) + 2]
+    assert rule.starts(sparse, sparse.lower()) == [len(PADDING) + 3]
     for text in (dense, sparse):
         assert redact(text) == redact(text, use_hints=False)
-        assert redact(text)[0].endswith("[redacted:basic-auth]")
+        assert redact(text)[0].endswith("[redacted:stripe-key]")
+
+
+def test_a_located_rule_is_tried_only_where_its_locator_matches_the_lowercased_text() -> None:
+    """'Basic ' x 2000 and prose full of "Bearer authentication": one scan by the locator finds the one start."""
+    rules = {r.name: r for r in load_rules()}
+    dense = "Basic " * 2000 + "Basic RmFrZVVzZXI6RmFrZTBQYXNzd29yZDE="
+    assert rules["basic-auth"].starts(dense, dense.lower()) == [len(dense) - 38]
+    prose = "Bearer authentication is in RFC 6750. " * 500 + 'curl -H "Authorization: BEARER Fake0Bearer1Token2Value3"'
+    assert rules["bearer-token"].starts(prose, prose.lower()) == [prose.index("BEARER")]
+    azure = "AccountKey=" * 2000 + "SharedAccessKey = Fake0Bus1Key2NotReal3AbcdEfghIjklMnopQrst="
+    assert rules["azure-storage-key"].starts(azure, azure.lower()) == [azure.index("Shared")]
+    for text in (dense, prose, azure):
+        assert redact(text) == redact(text, use_hints=False)
+        assert "[redacted:" in redact(text)[0]
+
+
+# a text past redact.LONG_TEXT: its sparse `_`, `-` hints are looked for in one scan per character (redact.PIVOTS)
+LONG_PADDING = PADDING * (LONG_TEXT // len(PADDING) + 1)
+
+
+@pytest.mark.parametrize("token", ["hf_FakeHuggingFaceTokenNoDigitsAbcdEf", "npm_Fake0Npm1Token2NotReal3Abcdefghijklm",
+                                   "sk_live_51FakeStripeKey0123456789AbCd", "rk_test_51FakeStripeKey0123456789AbCd",
+                                   "api_org_FakeOrgTokenNotRealAbcdEfghIjklMno", "GOCSPX-Fake0Google1OAuth2Secret3x",
+                                   "github_pat_11FAKEPAT0AbCdEfGhIjKl_NotARealTokenJustTheRightShape0123456789NotAReal"
+                                   "TokenJustTh",
+                                   "sk-or-v1-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                                   "pypi-AgEIcHlwaS5vcmcFake0PyPI1Token2NotReal3AbcdEfghIjklMnopQrstUvwxYz0123456789"])
+@pytest.mark.parametrize("density", ["sparse", "dense"])
+def test_a_long_text_finds_each_pivot_hint_as_one_scan_per_hint_would(token: str, density: str) -> None:
+    """Found once per character by look-behinds, or, where `_` or `-` is dense (code), by a scan per hint."""
+    filler = LONG_PADDING if density == "sparse" else "a_b-c " * (LONG_TEXT // 6 + 1)
+    for text in (f"{filler}{token}{filler}", f"{filler}x{token[:-1]}", f"{token} {filler}"):
+        assert redact(text) == redact(text, use_hints=False)
+    assert "[redacted:" in redact(f"{filler} {token} {filler}")[0]
+    assert redact(filler) == (filler, ())
 
 
 @given(st.lists(st.sampled_from(["sk-ant-", "sk-", "ghp_", "github_pat_", "AKIA", "ASIA", "AIza", "xoxb-", "sk_live_",

@@ -25,7 +25,8 @@ JSON_PATH = HERE / "redact_rules.json"
 
 MAX_LINE = 200
 PARTS = ("prefix", "guard", "body", "end")
-KEYS = frozenset({"name", *PARTS, "hints", "anchor", "check", "examples", "near_misses", "generator", "words"})
+KEYS = frozenset({"name", *PARTS, "hints", "anchor", "locate", "check", "examples", "near_misses", "generator",
+                  "words"})
 ANCHORS = ("", "hint", "name")
 WORD_LISTS = ("names", "compounds", "not_secret", "operators", "references", "extension_lengths")
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -210,6 +211,10 @@ def _rule(raw: Any, number: int) -> dict[str, Any]:
             raise TableError(f"rule {name!r} has no body; a rule is prefix, guard, body and end, or a generator")
         pattern = "".join("".join(_strings(name, part, raw[part])) for part in PARTS if part in raw)
         hints = _strings(name, "hints", raw.get("hints", []))
+        locate = _strings(name, "locate", raw.get("locate", []))
+        if locate and (anchor != "hint" or not all(source[:1].islower() for source in locate)):
+            raise TableError(f"rule {name!r}: a locator belongs to a rule anchored at its hints, and starts with "
+                             "the lowercase literal of a hint (it runs over the lowercased text)")
     if anchor not in ANCHORS or (anchor == "hint" and not hints):
         raise TableError(f"rule {name!r}: anchor is `hint` (every match starts at a hint) or absent")
     if check and check not in CHECKS:
