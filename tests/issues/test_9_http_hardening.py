@@ -367,3 +367,14 @@ def test_the_listing_refuses_an_external_id_its_schema_refuses(served: tuple[Mcp
             refused = client.get("/api/v1/episodes", params={"external_id": value})
             assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_input", value
         assert client.get("/api/v1/episodes", params={"external_id": " fine "}).status_code == 200
+
+
+def test_a_forwarded_header_never_renames_the_loopback_client(served: tuple[McpProcess, str, dict[str, str]]) -> None:
+    """uvicorn's proxy-headers layer (on by default) trusted `X-Forwarded-For` from 127.0.0.1: a local caller could
+    call itself remote, and a proxy could make a remote caller local. Nothing stands between a client and this
+    socket, so the header is no one's word; nor does the server name itself in a `server` header."""
+    _, url, token = served
+    detach = httpx.post(f"{url}/api/v1/episodes/detach", json={"external_id": "nobody-here"},
+                        headers={**token, "X-Forwarded-For": "192.0.2.10", "X-Forwarded-Proto": "https"})
+    assert detach.status_code == 404, detach.text  # a loopback caller: the capability ran, and found no episode
+    assert "server" not in detach.headers

@@ -588,9 +588,11 @@ class HttpServer:
 
         deadline = read_deadline()
         app = Guard(build_app(self.rt), token, names=names, deadline=deadline)
+        # no proxy headers: nothing between a client and this loopback socket may rename the client (and their
+        # middleware was a layer of every request); no `server` header to fingerprint
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", loop="asyncio",
                                 http=deadlined_protocol(deadline), timeout_keep_alive=KEEP_ALIVE_SECONDS,
-                                timeout_graceful_shutdown=2)
+                                timeout_graceful_shutdown=2, proxy_headers=False, server_header=False)
         self._server = uvicorn.Server(config)
         if self._stopping:
             return
