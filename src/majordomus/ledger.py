@@ -5,6 +5,8 @@ Stdlib only: the hook path appends here.
 
 from __future__ import annotations
 
+import os
+
 from majordomus import __version__, jsonlite
 from majordomus.errors import ContractError, RefusedError
 from majordomus.identity import compact_stamp, now_s, now_utc, rfc3339
@@ -68,6 +70,40 @@ def read(layout: Layout) -> list[dict[str, Any]]:
         if isinstance(item, dict):
             out.append(item)
     return out
+
+
+def has_event(layout: Layout, event: str, session: str) -> bool:
+    """Whether a line of `event` names `session`, in the ledger or else in one of its rotated archives. Only the
+    lines that mention the session are parsed (a byte search): a start that keeps an open episode asks this."""
+    needle = ('"session":' + jsonlite.dumps(session, ensure_ascii=False)).encode("utf-8")
+    if _names(str(layout.ledger_file), needle, event, session):
+        return True
+    try:  # the archives only when the ledger has no such line: a rotation is rare
+        archived = sorted((n for n in os.listdir(layout.state) if n.startswith("ledger.")
+                           and n.endswith(".jsonl.archived")), reverse=True)
+    except OSError:
+        return False
+    return any(_names(os.path.join(layout.state, name), needle, event, session) for name in archived)
+
+
+def _names(path: str, needle: bytes, event: str, session: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return False
+    at = raw.find(needle)
+    while at >= 0:
+        end = raw.find(b"\n", at)
+        line = raw[raw.rfind(b"\n", 0, at) + 1:end if end >= 0 else len(raw)]
+        try:
+            item = jsonlite.loads(line.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            item = None
+        if isinstance(item, dict) and item.get("event") == event and item.get("session") == session:
+            return True
+        at = raw.find(needle, at + len(needle))
+    return False
 
 
 def rotate(layout: Layout, keep: int) -> str:

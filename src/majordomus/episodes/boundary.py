@@ -120,6 +120,7 @@ def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None, cl
         if existing is not None:
             if client is not None and existing.client != client:  # the same session, run by a new process
                 write_atomic(layout.open_file(key), replace(existing, client=client).to_bytes(), sync=False)
+            _finish_start(layout, existing)
             return Drawn(f"session {existing.session_id} already open here since {existing.started_at}; kept",
                          session_id=existing.session_id, started_at=existing.started_at)
         moment = now_s()
@@ -151,6 +152,22 @@ def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None, cl
             log_failure(layout, f"session {sid} opened, but its pointer or ledger line was not written: {detail}")
             line += f"; its ledger line was not written (see {_rel(layout, layout.context_log)})"
     return Drawn(line, opened=True, session_id=sid, started_at=at)
+
+
+def _finish_start(layout: Layout, opened: store.OpenFile) -> None:
+    """The ledger line of an open episode whose start was killed after its open file (a server SIGKILLed
+    mid-attach: its client's replayed attach keeps the episode, and it must not stay without `session.started`)."""
+    sid = opened.session_id
+    if not is_safe_id(sid) or ledger.has_event(layout, "session.started", sid):
+        return
+    try:
+        ledger.append(layout, "session.started", session=sid, head=opened.start_head, branch=opened.branch,
+                      at=parse_rfc3339(str(opened.started_at)) or now_utc(), provider=opened.provider,
+                      provider_session=opened.provider_session, owner=opened.owner,
+                      **{k: v for k, v in opened.extra if k == "source"})
+    except (OSError, MajordomusError) as exc:  # kept all the same: the next start tries again
+        log_failure(layout, f"session {sid} is open without its ledger line, which could not be written: "
+                            f"{exc.message if isinstance(exc, MajordomusError) else exc.strerror}")
 
 
 def _write_context(layout: Layout, opened: store.OpenFile, head: str) -> None:
