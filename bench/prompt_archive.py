@@ -196,20 +196,35 @@ began = time.perf_counter()
 pid = os.fork()
 if pid == 0:
     fd = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(fd, 1)
+    os.dup2(os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 1)  # its answer, to be checked
     os.dup2(fd, 2)
-    os.execv(sys.argv[1], sys.argv[1:])
+    os.execv(sys.argv[2], sys.argv[2:])
 _, status, usage = os.wait4(pid, 0)
 print(json.dumps([time.perf_counter() - began, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)]))
 """
 
 
-def child(cmd: list[str], cwd: Path) -> tuple[float, float, int]:
-    """(seconds, peak RSS in MiB, exit code) of one real subprocess, launched by a bare interpreter."""
-    done = subprocess.run([sys.executable, "-I", "-S", "-c", LAUNCHER, *cmd], cwd=cwd, capture_output=True,
-                          text=True, check=True)
+def child(cmd: list[str], cwd: Path) -> tuple[float, float, int, str]:
+    """(seconds, peak RSS in MiB, exit code, what it printed) of one real subprocess, launched by a bare
+    interpreter."""
+    with tempfile.NamedTemporaryFile(prefix="bench-out-") as out:
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", LAUNCHER, out.name, *cmd], cwd=cwd,
+                              capture_output=True, text=True, check=True)
+        printed = Path(out.name).read_text(errors="replace")
     seconds, mib, code = json.loads(done.stdout)
-    return float(seconds), float(mib), int(code)
+    return float(seconds), float(mib), int(code), printed
+
+
+def wrong(label: str, size: int, printed: str) -> str:
+    """What a command answered wrong about the synthesized archive ('' when right): a fast wrong answer must
+    not pass for a fast one. The tenth without renderings and the tenth of legacy records are known exactly."""
+    expect = {"doctor": [f"{size // 10} record(s) lack a rendering",
+                         f"{size // 10} record(s) say nothing about which episode"],
+              "reconcile --dry-run": [f"{size} record(s); {size // 10} would be linked, {size - size // 10} "
+                                      "already linked"],
+              "render": ["0 rendering(s) written"]}.get(label, [])
+    missing = [e for e in expect if e not in printed]
+    return f"  WRONG: no '{missing[0]}'" if missing else ""
 
 
 def commands(tmp: Path, sizes: list[int]) -> dict[int, dict[str, float]]:
@@ -221,6 +236,7 @@ def commands(tmp: Path, sizes: list[int]) -> dict[int, dict[str, float]]:
           f"{'peak MiB':>9} {'target':>7}")
     base = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(days=200)
     out: dict[int, dict[str, float]] = {}
+    bares: dict[int, list[float]] = {}  # the bare reads of each size: their growth shows the machine's drift
     steps = (("doctor", ["doctor"], 1.5), ("reconcile --dry-run", ["capture", "reconcile", "--dry-run"], 1.5),
              ("reconcile", ["capture", "reconcile"], None), ("prune (first, 10%)", ["capture", "prune"], None),
              ("render --force", ["capture", "render", "--force"], None), ("render", ["capture", "render"], 1.5))
@@ -230,12 +246,15 @@ def commands(tmp: Path, sizes: list[int]) -> dict[int, dict[str, float]]:
         layout = synthesize(root, size, base)
         out[size] = {}
         for label, argv, ratio_target in steps:
-            bare_s, bare_mib, _ = child([sys.executable, "-c", BARE, str(layout.prompts_dir)], root)
-            seconds, mib, code = child([str(MAJORDOMUS), *argv], root)
+            bare_s, bare_mib, _, counted = child([sys.executable, "-c", BARE, str(layout.prompts_dir)], root)
+            seconds, mib, code, printed = child([str(MAJORDOMUS), *argv], root)
             out[size][label] = seconds
+            bares.setdefault(size, []).append(bare_s)
             target = {"prune (first, 10%)": "<= 3 s" if size == 10000 else "", "render --force": "<= 30 s"
                       if size == 100000 else ""}.get(label, f"<= {ratio_target}x" if ratio_target else "")
             flag = "" if code in (0, 1) else f"  (exit {code})"
+            flag += wrong(label, size, printed) + ("" if counted.strip() == str(size) else
+                                                   f"  WRONG: the bare read counted {counted.strip()}")
             print(f"  {size:>7} {label:<26} {seconds:8.2f} {bare_s:7.2f} {seconds / bare_s:5.2f}x {target:>7} "
                   f"{mib:9.1f} {'<= 100':>7}{flag}")
         shutil.rmtree(root)
@@ -244,6 +263,9 @@ def commands(tmp: Path, sizes: list[int]) -> dict[int, dict[str, float]]:
         print(f"  growth {small}->{big} (target <= {big / small * 1.1:.0f}x):")
         for label in out[big]:
             print(f"    {label:<26} {out[big][label] / out[small][label]:6.2f}x")
+        drift = statistics.median(bares[big]) / statistics.median(bares[small])
+        print(f"    {'(the bare read, median)':<26} {drift:6.2f}x"
+              "   (10k and 100k are minutes apart: a change in the machine's load moves every growth)")
     return out
 
 

@@ -10,6 +10,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from datetime import timedelta
+from hashlib import sha256 as fast_sha256  # OpenSSL's: not the hook's builtin, 3-4x faster a record
 from stat import S_ISLNK, S_ISREG
 from typing import TYPE_CHECKING
 
@@ -39,8 +40,8 @@ def findings(layout: Layout) -> list[Finding]:
     if not layout.prompts_dir.is_dir():
         return [Finding("INFO", "prompts", rel, "no archive here; nothing has been captured into this checkout")]
     marks = _marks(layout)
+    tally = _tally(layout, marks)  # before privacy: the records' modes come from the fds their reads opened
     out = _privacy(layout, rel, marks)
-    tally = _tally(layout, marks)
     if not tally.count:
         out.append(Finding("OK", "prompts", rel, "no records yet; the archive is empty"))
     else:
@@ -86,7 +87,6 @@ class Tally:
     old: int = 0
     limits: Bounds | None = None
     limits_problem: str | None = None
-    names: set[str] = field(default_factory=set)
     refused: Named = field(default_factory=Named)
     ugly: Named = field(default_factory=Named)
     leaky: Named = field(default_factory=Named)
@@ -99,36 +99,52 @@ class Tally:
 class Marks:
     """One pass over the directory, a stat of each entry: what privacy counts, and each rendering's fingerprint."""
 
-    names: set[str] = field(default_factory=set)
     wide: int = 0
     links: int = 0
-    stamps: dict[str, int] = field(default_factory=dict)  # a plain .md/.yaml file -> its mtime's nanoseconds
+    # every rendering's name (not hidden) -> its mtime's nanoseconds when it is a plain file, else -1: one lookup
+    # says whether it exists and whether it carries a fingerprint (a set of names beside it cost a second, issue 12)
+    stamps: dict[str, int] = field(default_factory=dict)
     renderings: int = 0  # names of renderings (not hidden): those without a record are strays
+    records: list[str] = field(default_factory=list)  # the records' names, as `scan.record_names` picks them
 
 
 def _marks(layout: Layout) -> Marks:
     m = Marks()
-    names, stamps = m.names, m.stamps
+    stamps, records = m.stamps, m.records
     wide = links = renderings = 0
     rendering = (".md", ".yaml")
-    with os.scandir(layout.prompts_dir) as it:
-        for entry in it:
-            name = entry.name
-            names.add(name)
-            if name.endswith(rendering) and not name.startswith("."):
-                renderings += 1
-            try:
-                st = entry.stat(follow_symlinks=False)  # one call: the link and file tests are its mode
-            except OSError:  # gone since the listing
-                continue
-            mode = st.st_mode
-            if S_ISLNK(mode):
-                links += 1
-            elif S_ISREG(mode):
-                if mode & 0o077:
-                    wide += 1
-                if name.endswith(rendering):
-                    stamps[name] = st.st_mtime_ns % 1_000_000_000
+    is_record = rec.is_record_name
+    dir_fd = os.open(layout.prompts_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        # listed through the directory's fd, so each entry's stat is an fstatat of its name, not a walk of its
+        # whole path (300k stats at 100k records: the largest cost doctor adds to reading them, issue 12)
+        with os.scandir(dir_fd) as it:
+            for entry in it:
+                name = entry.name
+                shown = name.endswith(rendering) and not name.startswith(".")
+                if shown:
+                    renderings += 1
+                    stamps[name] = -1  # until its stat says it is a plain file
+                elif is_record(name):
+                    records.append(name)
+                    if entry.is_symlink():  # the listing's own file type: no stat
+                        links += 1
+                    continue  # its mode is the fstat of the fd its read opens (_tally): one stat a record fewer
+                try:
+                    st = entry.stat(follow_symlinks=False)  # one call: the link and file tests are its mode
+                except OSError:  # gone since the listing
+                    continue
+                mode = st.st_mode
+                if S_ISLNK(mode):
+                    links += 1
+                elif S_ISREG(mode):
+                    if mode & 0o077:
+                        wide += 1
+                    if shown:
+                        stamps[name] = st.st_mtime_ns % 1_000_000_000
+    finally:
+        os.close(dir_fd)
+    records.sort()
     m.wide, m.links, m.renderings = wide, links, renderings
     return m
 
@@ -136,7 +152,7 @@ def _marks(layout: Layout) -> Marks:
 def _tally(layout: Layout, marks: Marks) -> Tally:
     from majordomus.archive.prune import age_key, bounds
 
-    t = Tally(names=marks.names)
+    t = Tally()
     stamps = marks.stamps
     cutoff = None
     try:
@@ -144,13 +160,16 @@ def _tally(layout: Layout, marks: Marks) -> Tally:
         cutoff = (now_utc() - timedelta(days=t.limits.max_days)).strftime("%Y%m%d%H%M%S")
     except ContractError as exc:
         t.limits_problem = exc.message
-    names = t.names
     matched = 0  # renderings with their record beside them
-    for e in entries(layout, sorted(n for n in names if rec.is_record_name(n))):
+    wide = 0
+    for e in entries(layout, marks.records, modes=True):
         t.count += 1
+        if S_ISREG(e.mode) and e.mode & 0o077:
+            wide += 1
         r = e.record
-        md, yml = f"{e.stem}.md", f"{e.stem}.yaml"
-        has_md, has_yml = md in names, yml in names
+        stem = e.name[:-5]  # less ".json"
+        md, yml = stamps.get(stem + ".md"), stamps.get(stem + ".yaml")  # None: no such name
+        has_md, has_yml = md is not None, yml is not None
         matched += has_md + has_yml
         if r is None:
             t.refused.add(e.name, e.problem)
@@ -174,10 +193,11 @@ def _tally(layout: Layout, marks: Marks) -> Tally:
         if not (has_md and has_yml):
             t.unrendered.add(e.name)
         else:
-            mark = fingerprint(e.raw)  # both carry it: written whole from these very bytes (render.py)
-            if not (stamps.get(md) == mark and stamps.get(yml) == mark) and disagreeing(layout.prompts_dir, e.stem, r):
+            mark = fingerprint(e.raw, fast_sha256)  # both carry it: written whole from these very bytes (render.py)
+            if not (md == mark and yml == mark) and disagreeing(layout.prompts_dir, stem, r):
                 t.stale.add(e.name)
     t.strays = marks.renderings - matched
+    marks.wide += wide
     return t
 
 

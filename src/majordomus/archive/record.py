@@ -187,24 +187,32 @@ def dumps(record: PromptRecord) -> bytes:
 
 def is_pretty(raw: bytes) -> bool:
     """The shape doctor checks: `{`, then the schema line, …, then `}`."""
-    lines = raw.rstrip(b"\n").split(b"\n")
-    return (len(lines) >= 3 and lines[0] == b"{" and lines[1] == f'  "schema": "{SCHEMA}",'.encode()
-            and lines[-1] == b"}")
+    body = raw.rstrip(b"\n")  # the lines `{`, the schema's, …, `}`: the same test as splitting them, without a list
+    return body.startswith(_PRETTY_HEAD) and body.endswith(b"\n}")
 
 
-def read_bytes(path: Path | str) -> bytes:
-    """A record's bytes; a symlink under a record's name is refused, never followed."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+_PRETTY_HEAD = f'{{\n  "schema": "{SCHEMA}",\n'.encode()
+
+
+def read_bytes(path: Path | str, dir_fd: int | None = None) -> bytes:
+    """A record's bytes; a symlink under a record's name is refused, never followed. With `dir_fd`, `path` is a
+    name in that directory (one lookup, not a walk of the whole path: issue 12)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
-        chunk = os.read(fd, 1 << 16)
-        if len(chunk) < 1 << 16:  # a regular file reads whole up to its end: no second read for the EOF
-            return chunk
-        chunks = [chunk]
-        while chunk:
-            chunk = os.read(fd, 1 << 16)
-            chunks.append(chunk)
+        return read_fd(fd)
     finally:
         os.close(fd)
+
+
+def read_fd(fd: int) -> bytes:
+    """Everything an open record holds from where it stands."""
+    chunk = os.read(fd, 1 << 16)
+    if len(chunk) < 1 << 16:  # a regular file reads whole up to its end: no second read for the EOF
+        return chunk
+    chunks = [chunk]
+    while chunk:
+        chunk = os.read(fd, 1 << 16)
+        chunks.append(chunk)
     return b"".join(chunks)
 
 

@@ -27,6 +27,7 @@ class Entry:
     problem: str | None
     pretty: bool
     raw: bytes = b""  # the record's bytes as read: what its renderings' fingerprint is taken of
+    mode: int = 0  # with `entries(..., modes=True)`: the st_mode of the file its read opened (0: not asked, or unread)
 
     @property
     def path(self) -> Path:
@@ -51,24 +52,47 @@ def scan(layout: Layout, names: list[str] | None = None) -> list[Entry]:
     return list(entries(layout, names))
 
 
-def entries(layout: Layout, names: Iterable[str] | None = None) -> Iterator[Entry]:
+def entries(layout: Layout, names: Iterable[str] | None = None, *, modes: bool = False) -> Iterator[Entry]:
     """Each record read and parsed in turn, oldest first: a caller that keeps only what it needs of each holds
-    one parsed record at a time, never the archive (100k records parsed at once were 450 MiB, issue 12)."""
+    one parsed record at a time, never the archive (100k records parsed at once were 450 MiB, issue 12).
+
+    With `modes`, each entry carries the mode of the very file read (an fstat of the fd the read opened: doctor's
+    privacy check of records, without a stat by name of its own)."""
     directory = layout.prompts_dir
     base = os.fspath(directory)
-    for name in record_names(layout) if names is None else names:
-        try:
-            raw = rec.read_bytes(os.path.join(base, name))  # a str path: a Path a record cost ~4 µs (issue 12)
-        except OSError as exc:
-            # ELOOP: a symlink under a record's name, refused rather than followed
-            why = "is a symbolic link" if os.path.islink(os.path.join(base, name)) else \
-                f"cannot be read ({exc.strerror})"
-            yield Entry(name, directory, None, why, False)
-            continue
-        try:
-            yield Entry(name, directory, rec.parse(raw), None, rec.is_pretty(raw), raw)
-        except rec.RecordError as exc:
-            yield Entry(name, directory, None, str(exc), False)
+    try:
+        dir_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:  # no archive (or a link in its place, which has_archive refuses): nothing to read
+        return
+    try:
+        # each name looked up in the directory's fd, not by its whole path (issue 12)
+        for name in record_names(layout) if names is None else names:
+            mode = 0
+            try:
+                if modes:
+                    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+                    try:
+                        mode = os.fstat(fd).st_mode
+                        raw = rec.read_fd(fd)
+                    finally:
+                        os.close(fd)
+                else:
+                    raw = rec.read_bytes(name, dir_fd)
+            except OSError as exc:
+                if modes and not mode:  # not opened (no read permission, say): its mode by name, links not followed
+                    with contextlib.suppress(OSError):
+                        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+                # ELOOP: a symlink under a record's name, refused rather than followed
+                why = "is a symbolic link" if os.path.islink(os.path.join(base, name)) else \
+                    f"cannot be read ({exc.strerror})"
+                yield Entry(name, directory, None, why, False, mode=mode)
+                continue
+            try:
+                yield Entry(name, directory, rec.parse(raw), None, rec.is_pretty(raw), raw, mode)
+            except rec.RecordError as exc:
+                yield Entry(name, directory, None, str(exc), False, mode=mode)
+    finally:
+        os.close(dir_fd)
 
 
 @contextlib.contextmanager

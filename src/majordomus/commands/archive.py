@@ -64,8 +64,15 @@ def render_command(ctx: Context, argv: list[str]) -> int:
         _say(ctx, f"no archive in {rel}; nothing to render", {"renderings": 0, "modes": 0})
         return 0
     with lock_archive(layout):
-        modes, removed, links = repair_modes(layout)
-        written, failed, refused = render_all(layout, force=args.force)
+        # one listing: the renderings' fingerprints from the stats the mode repair makes anyway, the records'
+        # names and modes from the reads render makes anyway (issue 12)
+        stamps: dict[str, int] = {}
+        records: list[str] = []
+        narrowed: list[str] = []
+        modes, removed, links = repair_modes(layout, stamps, records)
+        written, failed, refused = render_all(layout, force=args.force, stamps=stamps, records=records,
+                                              narrowed=narrowed)
+        modes += len(narrowed)
     line = f"{written} rendering(s) written into {rel}"
     for count, words in ((modes, "file mode(s) set to 600"), (removed, "stale temp file(s) of killed captures removed"),
                          (len(links), "symbolic link(s) refused, not followed"),
