@@ -86,6 +86,8 @@ class Rule:
     def may_match(self, text: str, lowered: str, known: dict[str, bool] | None = None) -> bool:
         """False when the text contains none of the hints (every match contains one). `known` says of some
         hints whether the text holds them (`_pivot_hints`: found in one scan with others)."""
+        if known and self.hints and all(hint in known for hint in self.hints):
+            return any(known[hint] for hint in self.hints)
         if len(self.hints) > 1 and self.anchor != "hint" and len(text) >= LONG_TEXT:
             return True
         if known:
@@ -330,8 +332,11 @@ def _find_spans(text: str, rules: list[Rule], use_hints: bool = True) -> list[tu
     located: dict[tuple[str, ...], list[int]] = {}
     known: dict[str, bool] | None = None
     if use_hints and len(text) >= LONG_TEXT:
-        known = _pivot_hints(lowered, tuple(dict.fromkeys(h for r in rules if len(r.hints) == 1 or r.anchor == "hint"
-                                                          for h in r.hints)))
+        # the hints a rule would scan for, and those of a rule whose hints all hold a pivot (found in the same scans,
+        # they decide the rule, which a long text otherwise runs without asking its hints)
+        known = _pivot_hints(lowered, tuple(dict.fromkeys(
+            h for r in rules if len(r.hints) == 1 or r.anchor == "hint"
+            or all(any(p in hint for p in PIVOTS) for hint in r.hints) for h in r.hints)))
     for rule in rules:
         if use_hints and not rule.may_match(text, lowered, known):
             continue
