@@ -88,3 +88,24 @@ def test_a_server_killed_mid_attach_leaves_an_episode_the_next_attach_completes(
         assert "kept" in json.dumps(answer["result"]["structuredContent"])
     (line,) = started_lines(initialised_repo, sid)
     assert line["provider"] == "generic" and line["provider_session"] == "sitting-7"
+
+
+def test_an_episode_whose_server_died_in_its_start_gets_its_line_from_the_next_server(initialised_repo: Path) -> None:
+    """The soak at load 3.5: the killed attach's client never came back, so no start kept the episode; the next
+    server's recovery, which finds it orphaned, appends the line (before it ever closes the episode)."""
+    with LedgerHeld(initialised_repo):
+        first = McpProcess(initialised_repo, "--standalone")
+        first.request(initialize("killed"))
+        first.send(call(2, "majordomus_session_attach", {"external_id": "gone-9"}))
+        wait_for((initialised_repo / OPEN / "gone-9.yaml").exists, 15, "the attach's open file")
+        time.sleep(0.2)
+        first.kill()
+    sid = yaml.safe_load((initialised_repo / OPEN / "gone-9.yaml").read_text())["session_id"]
+    assert started_lines(initialised_repo, sid) == []
+
+    with McpProcess(initialised_repo, "--standalone") as second:
+        second.request(initialize("someone else"))  # never names gone-9
+        wait_for(lambda: started_lines(initialised_repo, sid), 15, "the recovered episode's session.started line")
+    (line,) = started_lines(initialised_repo, sid)
+    assert line["provider_session"] == "gone-9"
+    assert yaml.safe_load((initialised_repo / OPEN / "gone-9.yaml").read_text())["held_by"] is None  # detached

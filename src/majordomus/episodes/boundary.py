@@ -154,6 +154,16 @@ def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None, cl
     return Drawn(line, opened=True, session_id=sid, started_at=at)
 
 
+def finish_start(layout: Layout, provider_session: str) -> None:
+    """`_finish_start` under the session's lock, for recovery: an episode whose server died may have died in its
+    start, and no attach may ever come back to keep it."""
+    key = session_key(provider_session)
+    with file_lock(_lock(layout, key)):
+        opened = store.read_open_file(layout.open_file(key))
+        if opened is not None:
+            _finish_start(layout, opened)
+
+
 def _finish_start(layout: Layout, opened: store.OpenFile) -> None:
     """The ledger line of an open episode whose start was killed after its open file (a server SIGKILLed
     mid-attach: its client's replayed attach keeps the episode, and it must not stay without `session.started`)."""

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from majordomus.episodes import store
-from majordomus.episodes.boundary import close_episode, update_open
+from majordomus.episodes.boundary import close_episode, finish_start, update_open
 from majordomus.identity import is_live_majordomus, now_utc, parse_rfc3339, rfc3339, worktree_id
 from majordomus.layout import Layout
 from majordomus.policy import cached_values
@@ -61,6 +61,8 @@ def recover(root: Path, *, dry_run: bool = False, hooks: bool = True, connection
         if not is_here(opened, here) or ps is None or not (connections if opened.is_connection else hooks):
             continue
         verdict = classify(opened, now, stale_after=stale_after, grace=grace)
+        if verdict in ("orphaned", "expired") and opened.is_connection and not dry_run:
+            finish_start(layout, ps)  # its server may have been killed inside the start, before the ledger line
         if verdict == "orphaned":
             # its server was killed: the grace runs from the first start-up or recover that sees it
             lines.append(f"episode {opened.session_id} ({ps}) has no live server; detached from {rfc3339(now)}")
