@@ -106,6 +106,8 @@ def test_an_episode_whose_server_died_in_its_start_gets_its_line_from_the_next_s
     with McpProcess(initialised_repo, "--standalone") as second:
         second.request(initialize("someone else"))  # never names gone-9
         wait_for(lambda: started_lines(initialised_repo, sid), 15, "the recovered episode's session.started line")
+        # the line comes first, then the episode is marked detached (its grace runs from this recovery)
+        wait_for(lambda: yaml.safe_load((initialised_repo / OPEN / "gone-9.yaml").read_text())["held_by"] is None,
+                 15, "the orphaned episode marked detached")
     (line,) = started_lines(initialised_repo, sid)
     assert line["provider_session"] == "gone-9"
-    assert yaml.safe_load((initialised_repo / OPEN / "gone-9.yaml").read_text())["held_by"] is None  # detached
