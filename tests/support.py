@@ -64,3 +64,11 @@ def kill_end_after(repo: Path, ps: str, seconds: float) -> None:
     time.sleep(seconds)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+
+
+def capture_prompt(repo: Path, text: str, session: str = "ps") -> None:
+    """One `capture prompt` of Claude Code's shape, through the executable; it must succeed."""
+    done = subprocess.run([str(MAJORDOMUS), "capture", "prompt", "--provider", "claude-code"], cwd=repo,
+                          input=json.dumps({"session_id": session, "prompt": text}).encode(), capture_output=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr

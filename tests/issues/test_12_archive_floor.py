@@ -11,25 +11,16 @@ render repairs them all.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import subprocess
 from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from majordomus.archive.render import fingerprint
-from support import MAJORDOMUS
+from support import capture_prompt as capture
 
 PROMPTS = ".ai/local/prompts"
-
-
-def capture(repo: Path, text: str) -> None:
-    done = subprocess.run([str(MAJORDOMUS), "capture", "prompt", "--provider", "claude-code"], cwd=repo,
-                          input=json.dumps({"session_id": "ps", "prompt": text}).encode(), capture_output=True,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr
 
 
 def records(repo: Path) -> list[Path]:

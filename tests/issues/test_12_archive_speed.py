@@ -13,7 +13,6 @@ Through the real executables; the last is a library property test in addition.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -26,15 +25,9 @@ from hypothesis import strategies as st
 from majordomus.archive import record as rec
 from majordomus.archive.render import fingerprint, write_renderings
 from support import MAJORDOMUS
+from support import capture_prompt as capture
 
 PROMPTS = ".ai/local/prompts"
-
-
-def capture(repo: Path, text: str) -> None:
-    done = subprocess.run([str(MAJORDOMUS), "capture", "prompt", "--provider", "claude-code"], cwd=repo,
-                          input=json.dumps({"session_id": "ps", "prompt": text}).encode(), capture_output=True,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr
 
 
 def renderings(repo: Path) -> dict[str, tuple[int, int, bytes]]:

@@ -44,6 +44,20 @@ class LedgerHeld:
         os.close(self.fd)
 
 
+def kill_mid_attach(repo: Path, external_id: str) -> str:
+    """A stdio server SIGKILLed inside an attach, after its open file and before its ledger line; the episode id."""
+    with LedgerHeld(repo):
+        first = McpProcess(repo, "--standalone")
+        first.request(initialize("killed"))
+        first.send(call(2, "majordomus_session_attach", {"external_id": external_id}))
+        wait_for((repo / OPEN / f"{external_id}.yaml").exists, 15, "the attach's open file")
+        time.sleep(0.2)
+        first.kill()  # SIGKILL: the attach never answered
+    sid: str = yaml.safe_load((repo / OPEN / f"{external_id}.yaml").read_text())["session_id"]
+    assert started_lines(repo, sid) == []
+    return sid
+
+
 def test_a_hook_start_killed_before_its_ledger_line_gets_it_from_the_next_start(initialised_repo: Path) -> None:
     open_file = initialised_repo / OPEN / "cut-1.yaml"
     with LedgerHeld(initialised_repo):
@@ -71,15 +85,7 @@ def test_a_hook_start_killed_before_its_ledger_line_gets_it_from_the_next_start(
 
 
 def test_a_server_killed_mid_attach_leaves_an_episode_the_next_attach_completes(initialised_repo: Path) -> None:
-    with LedgerHeld(initialised_repo):
-        first = McpProcess(initialised_repo, "--standalone")
-        first.request(initialize("killed"))
-        first.send(call(2, "majordomus_session_attach", {"external_id": "sitting-7"}))
-        wait_for((initialised_repo / OPEN / "sitting-7.yaml").exists, 15, "the attach's open file")
-        time.sleep(0.2)
-        first.kill()  # SIGKILL: the attach never answered
-    sid = yaml.safe_load((initialised_repo / OPEN / "sitting-7.yaml").read_text())["session_id"]
-    assert started_lines(initialised_repo, sid) == []
+    sid = kill_mid_attach(initialised_repo, "sitting-7")
 
     with McpProcess(initialised_repo, "--standalone") as second:
         second.request(initialize("again"))
@@ -93,15 +99,7 @@ def test_a_server_killed_mid_attach_leaves_an_episode_the_next_attach_completes(
 def test_an_episode_whose_server_died_in_its_start_gets_its_line_from_the_next_server(initialised_repo: Path) -> None:
     """The soak at load 3.5: the killed attach's client never came back, so no start kept the episode; the next
     server's recovery, which finds it orphaned, appends the line (before it ever closes the episode)."""
-    with LedgerHeld(initialised_repo):
-        first = McpProcess(initialised_repo, "--standalone")
-        first.request(initialize("killed"))
-        first.send(call(2, "majordomus_session_attach", {"external_id": "gone-9"}))
-        wait_for((initialised_repo / OPEN / "gone-9.yaml").exists, 15, "the attach's open file")
-        time.sleep(0.2)
-        first.kill()
-    sid = yaml.safe_load((initialised_repo / OPEN / "gone-9.yaml").read_text())["session_id"]
-    assert started_lines(initialised_repo, sid) == []
+    sid = kill_mid_attach(initialised_repo, "gone-9")
 
     with McpProcess(initialised_repo, "--standalone") as second:
         second.request(initialize("someone else"))  # never names gone-9
