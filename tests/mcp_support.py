@@ -51,6 +51,25 @@ def modern(request_id: int, method: str, params: dict[str, Any] | None = None,
     return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**(params or {}), "_meta": meta}}
 
 
+HTTP_JSON = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def attach_one(url: str, owner: dict[str, str], i: int, external_id: str | None = None) -> str:
+    """One HTTP session of a shared server: initialize, initialized, attach `thread-<i>` (or `external_id`);
+    the attach's `repository` sentence."""
+    import httpx
+
+    with httpx.Client(base_url=url, timeout=30, headers=owner) as client:
+        response = client.post("/mcp", json=initialize(f"peer-{i}", "2025-11-25"), headers=HTTP_JSON)
+        sid = response.headers["mcp-session-id"]
+        headers = {**HTTP_JSON, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        client.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+        named = external_id if external_id is not None else f"thread-{i}"
+        answer = client.post("/mcp", json=call(2, "majordomus_session_attach", {"external_id": named}),
+                             headers=headers).json()
+        return str(answer["result"]["structuredContent"]["episode"]["repository"])
+
+
 def frames(*messages: dict[str, Any]) -> bytes:
     return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
 

@@ -85,6 +85,14 @@ def dumps(value: Any, *, ensure_ascii: bool = True, separators: tuple[str, str] 
     return "".join(encode(value, 0))
 
 
+class EncodedList(list):  # type: ignore[type-arg]  # of JSON values
+    """A list that carries its own compact JSON in `json` (`ensure_ascii=False`, separators `(",", ":")`), joined
+    from fragments its maker keeps: an encoder that splices it never encodes the items again. Its items are
+    shared with the maker: read them, never change them."""
+
+    json: str = "[]"
+
+
 _SCALARS = (str, int, float, type(None))  # bool is an int
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from majordomus.capabilities import episodes as caps
 from majordomus.capabilities.peer_board import PeerBoard
+from majordomus.capabilities.projections import tool_result
 from majordomus.capabilities.registry import Caller, Refusal, Services
 from majordomus.episodes.board import Board, Opened
 
@@ -197,3 +201,43 @@ def test_a_stateless_attach_is_held_by_its_handle_until_the_ttl(services: Servic
     assert isinstance(named, dict) and named["mine"]["external_id"] == "s"
     closed = caps.detach(services, caller, {"external_id": "s"})
     assert isinstance(closed, dict) and services.peers.find_handle("s") is None
+
+
+# -- the listing and its kept JSON (issue 9, item 2: a heartbeat of 100 peers lists 100 episodes) ----------------
+
+IDS = st.text(alphabet=st.sampled_from('ab"\\é\u2028\U0001f600 -'), min_size=1, max_size=6)
+STEPS = st.lists(st.one_of(
+    st.tuples(st.just("attach"), st.sampled_from(["p1", "p2", "p3"]), IDS),
+    st.tuples(st.just("detach"), st.sampled_from(["p1", "p2", "p3"]), st.just("")),
+    st.tuples(st.just("touch"), st.sampled_from(["p1", "p2", "p3"]), st.just("")),
+    st.tuples(st.just("wait"), st.just(""), st.sampled_from(["0.3", "0.7", "1", "2.5"])),
+), max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=STEPS)
+def test_the_listing_and_its_json_are_what_fresh_views_say_after_any_history(steps: list[tuple[str, str, str]]
+                                                                             ) -> None:
+    """Each step is an attach, a detach, a heartbeat of a peer, or the clock moving on (by fractions of a second:
+    ages pass whole seconds at different moments). After every step the listing is the fresh view of every
+    episode, in order, and its `json` is exactly what json.dumps says of it; so is a listing's tool result."""
+    clock = Clock()
+    board = Board(FakeDriver(), grace_seconds=900, clock=clock)
+    services = Services(board=board, peers=PeerBoard())
+    for op, peer, arg in steps:
+        if op == "attach":
+            board.attach(peer, arg)
+        elif op == "detach":
+            board.detach(peer)
+        elif op == "touch":
+            board.touch(peer)
+        else:
+            clock.now += float(arg)
+        listing = board.all()
+        assert list(listing) == [board.get(e["external_id"]) for e in listing]
+        assert sorted(e["external_id"] for e in listing) == [e["external_id"] for e in listing]
+        assert listing.json == json.dumps(list(listing), ensure_ascii=False, separators=(",", ":"))
+        outcome = caps.list_episodes(services, Caller(via="http"), {})
+        assert not isinstance(outcome, Refusal)
+        text = tool_result(outcome)["content"][0]["text"]
+        assert text == json.dumps(outcome, ensure_ascii=False, separators=(",", ":"))

@@ -12,7 +12,10 @@ import subprocess
 import time
 from pathlib import Path
 
+from majordomus.episodes.boundary import _lock as session_lock
 from majordomus.episodes.starting import WAIT_SECONDS
+from majordomus.identity import session_key
+from majordomus.layout import Layout
 from support import MAJORDOMUS, open_files
 
 SLOW_SECONDS = 1.5
@@ -89,7 +92,9 @@ def test_a_mark_left_by_a_killed_start_makes_no_prompt_wait(initialised_repo: Pa
 def test_a_prompt_of_another_session_does_not_wait_for_a_running_start(initialised_repo: Path) -> None:
     """The start is held inside its session's lock (as a concurrent close of that session would hold it) with its
     mark left: it runs for as long as the test says, so a prompt that waited for it would take the whole wait."""
-    lock = initialised_repo / ".ai/local/state/locks/session.cop-3.lock"
+    layout = Layout(initialised_repo)
+    lock = session_lock(layout, session_key("cop-3"))  # one of the 256 stripes
+    assert lock != session_lock(layout, session_key("someone-else")), "pick ids of two stripes"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a+b") as held:
         fcntl.flock(held, fcntl.LOCK_EX)

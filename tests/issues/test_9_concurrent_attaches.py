@@ -13,24 +13,11 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
 import pytest
 
-from mcp_support import McpProcess, auth, call, initialize, open_file
+from mcp_support import McpProcess, attach_one, auth, initialize, open_file
 
-JSON = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 PEERS = 40
-
-
-def attach_one(url: str, owner: dict[str, str], i: int) -> str:
-    with httpx.Client(base_url=url, timeout=30, headers=owner) as client:
-        response = client.post("/mcp", json=initialize(f"peer-{i}", "2025-11-25"), headers=JSON)
-        sid = response.headers["mcp-session-id"]
-        headers = {**JSON, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
-        client.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
-        answer = client.post("/mcp", json=call(2, "majordomus_session_attach", {"external_id": f"thread-{i}"}),
-                             headers=headers).json()
-        return str(answer["result"]["structuredContent"]["episode"]["repository"])
 
 
 @pytest.mark.slow

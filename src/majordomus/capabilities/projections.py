@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from majordomus.capabilities.registry import Capability, JsonObject, Refusal, Registry
+from majordomus.jsonlite import EncodedList
 
 REFERENCE_PAGE = Path("docs/reference/capabilities.md")
 
@@ -44,8 +46,22 @@ def tool_result(outcome: JsonObject | Refusal) -> JsonObject:
     if isinstance(outcome, Refusal):
         return {"content": [{"type": "text", "text": outcome.message}], "isError": True,
                 "_meta": {"majordomus": {"error": {"code": outcome.code}}}}
-    text = StructuredText(json.dumps(outcome, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
-    return {"content": [{"type": "text", "text": text}], "structuredContent": outcome, "isError": False}
+    return {"content": [{"type": "text", "text": StructuredText(compact_json(outcome))}], "structuredContent": outcome,
+            "isError": False}
+
+
+def compact_json(outcome: JsonObject) -> str:
+    """`json.dumps(outcome, ensure_ascii=False, separators=(",", ":"), allow_nan=False)`, with the JSON that a
+    member's `EncodedList` carries spliced in (the board's listing: each heartbeat of 100 peers listed 100 episodes,
+    and encoding them again each time was most of what a heartbeat cost)."""
+    if not any(isinstance(v, EncodedList) for v in outcome.values()):
+        return _compact(outcome)
+    return "{" + ",".join(f"{_compact(k)}:{v.json if isinstance(v, EncodedList) else _compact(v)}"
+                          for k, v in outcome.items()) + "}"
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def http_result(outcome: JsonObject | Refusal) -> tuple[int, JsonObject]:
