@@ -281,8 +281,26 @@ def _read_bytes_or_none(path: str) -> bytes | None:
         os.close(fd)
 
 
+# A worktree's git layout (where its git and common directories are, and that refs are files) is kept for a second
+# per root, as a server's attaches of one second share one `git status`: a boundary asks twice (its head and its
+# repository id), each time three system calls. The origin's URL is kept while the config's stat is unchanged.
+_KEPT_SECONDS = 1.0
+_GIT_DIRS: dict[str, tuple[float, tuple[str, str] | None]] = {}
+_ORIGINS: dict[str, tuple[tuple[int, int, int], str | None]] = {}  # config path -> (its stat, origin url)
+
+
 def git_dirs(root: str | Path) -> tuple[str, str] | None:
     """(git dir, common dir) of a worktree read from disk, or None when the layout is not the plain one."""
+    key = os.fspath(root)
+    kept = _GIT_DIRS.get(key)
+    now = time.monotonic()
+    if kept is not None and now - kept[0] < _KEPT_SECONDS:
+        return kept[1]
+    found = _GIT_DIRS[key] = (now, _git_dirs(root))
+    return found[1]
+
+
+def _git_dirs(root: str | Path) -> tuple[str, str] | None:
     dot = os.path.join(root, ".git")
     if os.path.isdir(dot):
         gdir = dot
@@ -321,8 +339,25 @@ def _strip_userinfo(url: str) -> str:
 
 
 def _origin_url(common: str) -> str | None:
+    """The origin's URL in the config, read again only when the file's stat changed (one call, not four)."""
+    path = os.path.join(common, "config")
+    try:
+        st = os.stat(path)
+        seen: tuple[int, int, int] | None = (st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        seen = None
+    kept = _ORIGINS.get(path)
+    if seen is not None and kept is not None and kept[0] == seen:
+        return kept[1]
+    url = _read_origin_url(path)
+    if seen is not None:
+        _ORIGINS[path] = (seen, url)
+    return url
+
+
+def _read_origin_url(path: str) -> str | None:
     section = None
-    for line in (_read(os.path.join(common, "config")) or "").splitlines():
+    for line in (_read(path) or "").splitlines():
         line = line.strip()
         if line.startswith("["):
             section = line

@@ -109,7 +109,16 @@ def refuse_symlink(path: Path) -> None:
 
 
 def ensure_dir(path: Path, mode: int = PRIVATE_DIR) -> None:
-    """Create `path` (and parents) and set its mode whatever the umask."""
+    """Create `path` (and parents) and set its mode whatever the umask.
+
+    A directory that is there already, not a link and of the right mode costs one lstat (it is asked on every
+    boundary: four system calls each, and each a release of the GIL a busy server's other threads contend for)."""
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        found = None
+    if found is not None and stat.S_ISDIR(found.st_mode) and stat.S_IMODE(found.st_mode) == mode:
+        return
     refuse_symlink(path)
     path.mkdir(parents=True, exist_ok=True)
     refuse_symlink(path)
@@ -267,9 +276,17 @@ class file_lock:  # noqa: N801 - used like a function: `with file_lock(path):`
         self.mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
 
     def __enter__(self) -> None:
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
         try:
-            self.path.parent.mkdir(exist_ok=True)  # the locks directory only: a missing layer is never created here
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE)
+            try:
+                self.fd = os.open(self.path, flags, PRIVATE_FILE)
+            except FileNotFoundError:  # the locks directory only: a missing layer is never created here
+                try:
+                    os.mkdir(self.path.parent, PRIVATE_DIR)
+                    os.chmod(self.path.parent, PRIVATE_DIR)  # whatever the umask
+                except FileExistsError:
+                    pass
+                self.fd = os.open(self.path, flags, PRIVATE_FILE)
         except OSError as exc:
             raise InternalError(f"cannot take the lock {self.path.name}: {exc.strerror}") from exc
         try:

@@ -20,6 +20,7 @@ from majordomus.episodes.boundary import set_connection_state
 from majordomus.episodes.hook import SessionReport, run_payload
 from majordomus.episodes.sittings import HookSitting
 from majordomus.episodes.store import CONNECTION_PROVIDER, read_open
+from majordomus.errors import MissingError
 from majordomus.identity import now_utc, parse_rfc3339, rfc3339, session_key
 from majordomus.jsonlite import EncodedList
 from majordomus.layout import Layout
@@ -87,10 +88,10 @@ class CaptureDriver:
 
     def _run(self, event: str, payload: dict[str, str], held_by: int | None = None) -> SessionReport | str:
         """The report, or the failure sentence that `repository` then says."""
-        if not self.layout.is_initialised():  # serving must never create .ai/ in someone's tree
-            return f"no episode was recorded: {self.root} has no majordomus layer; run majordomus init"
-        try:
+        try:  # serving must never create .ai/ in someone's tree: run_payload requires the layer first
             report = run_payload(self.root, CONNECTION_PROVIDER, event, payload, held_by=held_by)
+        except MissingError:
+            return f"no episode was recorded: {self.root} has no majordomus layer; run majordomus init"
         except Exception as exc:  # noqa: BLE001 - the failure sentence is what `repository` says
             return f"no episode was recorded: capture session --event {event} failed: {exc}"
         if not (report.line or "").strip():
