@@ -578,3 +578,33 @@ def test_scrub_redacts_and_bounds_a_field() -> None:
     assert redact_module.scrub("https://ci:" + OPAQUE + "@git.example.com/r.git") == \
         "https://ci:[redacted:url-userinfo]@git.example.com/r.git"
     assert redact_module.scrub("x" * 5000, 64) == "x" * 64
+
+
+ASSIGNMENT_PIECES = ["api_key", "password", "secret", "auth_token", "clientSecret", "key", "name", "value", "Value",
+                     "\\", "\"", "'", "`", "=>", ":::=", "::=", ":=", "?=", ":", "=", ">", ",", ";", "?", " ", "\t",
+                     "\n", "- ", "<add key=", " value=", "Fake0Opaque1Value2ForTests3",
+                     "hfFakeTokenWithNoDigitsAtAllXyzQw", "Zq$Fake*Pass!Word#xy", "${SECRET}", "os.environ",
+                     "aaaaaaaaaaaaaaaa", "key="]
+
+
+@given(st.lists(st.sampled_from(ASSIGNMENT_PIECES), max_size=24).map("".join))
+@example('{\\"api_key\\": \\"Fake0Opaque1Value2ForTests3\\"}')  # escaped quotes: a backslash and a quote
+@example("token :::= Fake0Opaque1Value2ForTests3")
+@example('- name: API_TOKEN\n  value: "hfFakeTokenWithNoDigitsAtAllXyzQw"')
+@settings(max_examples=600, deadline=None)
+def test_the_assignment_locators_gate_hides_no_match(text: str) -> None:
+    """The assignment locators start with a gate (operator characters, then a quote or 16 value characters; or a
+    `value` field) that their look-ahead implies: over every operator, quote, escape and pair form, the located
+    scan finds what the whole scan finds."""
+    assert redact(text) == redact(text, use_hints=False)
+    padded = f"{PADDING}{text}{PADDING}"
+    assert redact(padded) == redact(padded, use_hints=False)
+
+
+@pytest.mark.parametrize("text", ['{\\"api_key\\": \\"Fake0Opaque1Value2ForTests3\\"}',
+                                  "token :::= Fake0Opaque1Value2ForTests3",
+                                  "password ?= 'Zq$Fake*Pass!Word#xy'",
+                                  "auth_token=> `Fake0Opaque1Value2ForTests3`",
+                                  '- name: API_TOKEN\n  value: "hfFakeTokenWithNoDigitsAtAllXyzQw"'])
+def test_each_operator_and_quote_form_is_still_redacted_past_the_gate(text: str) -> None:
+    assert "[redacted:" in redact(text)[0] and "[redacted:" in redact(f"{PADDING}{text}{PADDING}")[0]

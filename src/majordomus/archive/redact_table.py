@@ -140,7 +140,13 @@ def assignment_locate(words: dict[str, Any]) -> list[str]:
     (assignment) or a `value` field (pair). Each starts with a literal, so `re` skips to it; every match of
     either rule ends its name where one ends. Both rules have these same locators, and share one scan."""
     operator = _operator(words["operators"])
-    look = (rf"""(?=[\\"'`\t :=>,?;\r\n])(?=\\?{_LOCATE_QUOTE}?{_SPACE}{operator}{_SPACE}{_LOCATE_VALUE}"""
+    # A gate first, implied by the look-ahead after it (so it changes no match) and cheap in `re`: the operator as
+    # a run of its characters, then a quote or 16 value characters; or a `value` field, once the next character
+    # can start one. Dense text of a word that is no assignment (`key=` x 250k) then costs one short try each.
+    signs = "".join(sorted({ch for op in words["operators"] for ch in op}))
+    gate = (rf"""(?=\\?{_LOCATE_QUOTE}?{_SPACE}[{re.escape(signs)}]{{1,{max(map(len, words["operators"]))}}}"""
+            rf"""{_SPACE}(?:[\\"'`]|{_BARE_CHARS}{{16}})|(?=["' \t,;\r\nv]){_LOCATE_PAIR_GAP})""")
+    look = (rf"""(?=[\\"'`\t :=>,?;\r\n]){gate}(?=\\?{_LOCATE_QUOTE}?{_SPACE}{operator}{_SPACE}{_LOCATE_VALUE}"""
             rf"|{_LOCATE_PAIR_GAP}{_LOCATE_VALUE})")
     return [_stem_pattern(stem, tails) + look for stem, tails in _stems(words["names"]).items()]
 
