@@ -85,12 +85,21 @@ def dumps(value: Any, *, ensure_ascii: bool = True, separators: tuple[str, str] 
     return "".join(encode(value, 0))
 
 
-class EncodedList(list):  # type: ignore[type-arg]  # of JSON values
-    """A list that carries its own compact JSON in `json` (`ensure_ascii=False`, separators `(",", ":")`), joined
-    from fragments its maker keeps: an encoder that splices it never encodes the items again. Its items are
-    shared with the maker: read them, never change them."""
+def compact(value: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)`: a tool result's text, and
+    each fragment an `EncodedList` joins (the server's, never the hook's: `json` is imported here)."""
+    import json
 
-    json: str = "[]"
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class EncodedList(list):  # type: ignore[type-arg]  # of JSON values
+    """A list that carries its own `compact` JSON in `json`, joined from fragments its maker keeps: an encoder that
+    splices it never encodes the items again. Its items are shared with the maker: read them, never change them."""
+
+    def __init__(self, items: list[Any], json: str) -> None:
+        super().__init__(items)
+        self.json = json
 
 
 _SCALARS = (str, int, float, type(None))  # bool is an int

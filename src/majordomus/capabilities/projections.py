@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from majordomus.capabilities.registry import Capability, JsonObject, Refusal, Registry
-from majordomus.jsonlite import EncodedList
+from majordomus.jsonlite import EncodedList, compact
 
 REFERENCE_PAGE = Path("docs/reference/capabilities.md")
 
@@ -55,13 +54,9 @@ def compact_json(outcome: JsonObject) -> str:
     member's `EncodedList` carries spliced in (the board's listing: each heartbeat of 100 peers listed 100 episodes,
     and encoding them again each time was most of what a heartbeat cost)."""
     if not any(isinstance(v, EncodedList) for v in outcome.values()):
-        return _compact(outcome)
-    return "{" + ",".join(f"{_compact(k)}:{v.json if isinstance(v, EncodedList) else _compact(v)}"
+        return compact(outcome)
+    return "{" + ",".join(f"{compact(k)}:{v.json if isinstance(v, EncodedList) else compact(v)}"
                           for k, v in outcome.items()) + "}"
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def http_result(outcome: JsonObject | Refusal) -> tuple[int, JsonObject]:

@@ -6,7 +6,6 @@ hook does (same payload shape, same reader), through a driver. Peers are ids her
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -22,7 +21,7 @@ from majordomus.episodes.sittings import HookSitting
 from majordomus.episodes.store import CONNECTION_PROVIDER, read_open
 from majordomus.errors import MissingError
 from majordomus.identity import now_utc, parse_rfc3339, rfc3339, session_key
-from majordomus.jsonlite import EncodedList
+from majordomus.jsonlite import EncodedList, compact
 from majordomus.layout import Layout
 
 CloseReason = Literal["detach", "expired", "shutdown"]
@@ -233,7 +232,7 @@ class Board:
         of its cost (350 of 1,000 us). The views are shared between answers: read only."""
         with self._lock:
             now = self._clock()
-            listing, parts = EncodedList(), []
+            views, parts = [], []
             for key in sorted(self._entries):
                 entry = self._entries[key]
                 shown = (entry.peer, entry.opened_at, max(0, int(now - entry.last_activity)), entry.attachments,
@@ -241,14 +240,12 @@ class Board:
                 kept = self._views.get(key)
                 if kept is None or kept[0] != shown:
                     view = self._view(entry, now)
-                    kept = self._views[key] = (shown, view, json.dumps(
-                        view, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
-                listing.append(kept[1])
+                    kept = self._views[key] = (shown, view, compact(view))
+                views.append(kept[1])
                 parts.append(kept[2])
             if len(self._views) > len(self._entries):  # an entry went: its view goes too
                 self._views = {key: kept for key, kept in self._views.items() if key in self._entries}
-            listing.json = f"[{','.join(parts)}]"
-            return listing
+            return EncodedList(views, f"[{','.join(parts)}]")
 
     def get(self, external_id: str) -> dict[str, Any] | None:
         with self._lock:
