@@ -72,3 +72,10 @@ def capture_prompt(repo: Path, text: str, session: str = "ps") -> None:
                           input=json.dumps({"session_id": session, "prompt": text}).encode(), capture_output=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def unique_prefix(sid: str, others: list[str]) -> str:
+    """`sid` less its last two characters, or less one, or whole: the shortest of these no other id starts with
+    (episode ids of one second share all but 4 random hex digits, so a fixed cut is ambiguous 1 time in 256)."""
+    return next(sid[:n] for n in range(len(sid) - 2, len(sid) + 1) if not any(o.startswith(sid[:n]) for o in others))
+

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import RunMajordomus
 from issues.test_11_history import World
+from support import unique_prefix
 
 
 @pytest.fixture(name="world")
@@ -46,7 +47,7 @@ def test_markdown_withholds_prompt_texts_unless_asked(world: World, history: dic
         assert f"## {history[key]} — " in md
     assert "teach the parser unicode" in md and "prompt texts withheld" in md
     assert "tokenizer" not in md and "ledger rotation" not in md  # private by default
-    full = world.text("export", "--with-prompts", history["claude"][:-2])
+    full = world.text("export", "--with-prompts", unique_prefix(history["claude"], [history["codex"], history["open"]]))
     assert "now write the tests for the tokenizer, please" in full and "Zx81kd02kdkLLqw0ss9" not in full
     assert history["codex"] not in full
 

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import MAJORDOMUS, RunMajordomus, git, make_repo
 from mcp_support import INITIALIZED, call, initialize, run_mcp
+from support import unique_prefix
 
 INDEX = ".ai/local/state/search.sqlite3"
 
@@ -179,7 +180,7 @@ def test_an_empty_history_and_a_missing_layer(world: World, tmp_path: Path) -> N
 
 # -- 2. show ---------------------------------------------------------------------------------------------------
 def test_show_an_interrupted_episode_whole(world: World, history: dict[str, str]) -> None:
-    out = world.text("show", history["claude"][:-2])  # a unique prefix
+    out = world.text("show", unique_prefix(history["claude"], [history["codex"], history["open"]]))
     assert out.startswith(f"episode {history['claude']}  interrupted (reason other, last turn running)\n")
     prompts = out[out.index("prompts (2)"):out.index("commits (")]
     first, second = prompts.index("rotate the api_key"), prompts.index("now write the tests")

@@ -34,6 +34,7 @@ from mcp_support import (
     modern_headers,
     run_mcp,
 )
+from support import unique_prefix
 
 TOOLS = {"majordomus_history_episodes": "/api/v1/history/episodes", "majordomus_history_show": "/api/v1/history/show",
          "majordomus_history_commit": "/api/v1/history/commit", "majordomus_history_search": "/api/v1/history/search"}
@@ -78,6 +79,7 @@ def cli_json(world: World, *args: str) -> Any:
 
 def tool_calls(history: dict[str, str]) -> list[tuple[str, dict[str, Any], tuple[str, ...]]]:
     """(tool, arguments, the command line whose --json is the same answer)."""
+    prefix = unique_prefix(history["claude"], [history["codex"], history["open"]])
     return [
         ("majordomus_history_episodes", {}, ("episodes",)),
         ("majordomus_history_episodes", {"outcome": "interrupted", "provider": "codex"},
@@ -87,8 +89,7 @@ def tool_calls(history: dict[str, str]) -> list[tuple[str, dict[str, Any], tuple
          ("episodes", "--until", "2000-01-01T00:00:00Z")),  # an empty window is empty, as the schema admits it
         ("majordomus_history_episodes", {"branch": "main", "limit": 2, "since": "2000-01-01T00:00:00Z"},
          ("episodes", "--branch", "main", "-n", "2", "--since", "2000-01-01T00:00:00Z")),
-        ("majordomus_history_show", {"episode": history["claude"][:-2], "with_prompts": True},
-         ("show", history["claude"][:-2])),
+        ("majordomus_history_show", {"episode": prefix, "with_prompts": True}, ("show", prefix)),
         ("majordomus_history_show", {"episode": history["codex"], "with_prompts": True}, ("show", history["codex"])),
         ("majordomus_history_commit", {"commit": history["commit"][:10]}, ("show", history["commit"][:10])),
         ("majordomus_history_search", {"query": "tokenizer"}, ("search", "tokenizer")),
