@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -79,3 +80,35 @@ def unique_prefix(sid: str, others: list[str]) -> str:
     (episode ids of one second share all but 4 random hex digits, so a fixed cut is ambiguous 1 time in 256)."""
     return next(sid[:n] for n in range(len(sid) - 2, len(sid) + 1) if not any(o.startswith(sid[:n]) for o in others))
 
+
+def fill_archive(repo: Path, count: int) -> None:
+    """`count` records over 200 days back from now (prune takes the oldest tenth), every 10th without its
+    link (reconcile rewrites it), every 10th without renderings (render writes them)."""
+    from datetime import datetime, timedelta, timezone
+
+    from majordomus.archive import record as rec
+    from majordomus.archive.render import render_md, render_yaml
+    from majordomus.identity import rfc3339
+    from majordomus.layout import Layout
+
+    layout = Layout(repo)
+    layout.prompts_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(layout.prompts_dir, 0o700)
+    layout.policy_file.write_text("prompts:\n  retention_max_days: 180\n  retention_max_bytes: 1000000000\n")
+    base = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(days=200)
+    for i in range(count):
+        moment = base + timedelta(seconds=i * 200 * 86400 // count)
+        members = {"schema": rec.SCHEMA, "started_at": rfc3339(moment), "provider": "claude-code",
+                   "event": "UserPromptSubmit", "id": f"id-{i}", "session": f"ps-{i * 20 // count}",
+                   "episode": None, "episode_link": "orphan", "text": f"Prompt {i}: refactor the parser. " * 6}
+        if i % 10 == 5:
+            del members["episode_link"]
+        record = rec.PromptRecord.from_members(members)
+        stem = f"{moment:%Y%m%d%H%M%S}-prompt-{i}"
+        files = {".json": rec.dumps(record)}
+        if i % 10 != 7:
+            files.update({".md": render_md(record, stem).encode(), ".yaml": render_yaml(record, stem).encode()})
+        for suffix, data in files.items():
+            fd = os.open(layout.prompts_dir / f"{stem}{suffix}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.write(fd, data)
+            os.close(fd)

@@ -15,8 +15,9 @@ from stat import S_ISLNK, S_ISREG
 from typing import TYPE_CHECKING
 
 from majordomus.archive import record as rec
+from majordomus.archive.prune import age_key, bounds
 from majordomus.archive.render import disagreeing, fingerprint
-from majordomus.archive.scan import entries
+from majordomus.archive.scan import entries, halves
 from majordomus.errors import ContractError
 from majordomus.findings import Finding
 from majordomus.identity import now_utc
@@ -69,6 +70,13 @@ class Named:
         if len(self.first) < SHOWN:
             self.first.append(name)
 
+    def merge(self, other: Named) -> None:
+        """Another part's names after these: the count whole, the first few still the first in order."""
+        if not self.count:
+            self.problem = other.problem
+        self.count += other.count
+        self.first += other.first[:SHOWN - len(self.first)]
+
     def names(self) -> str:
         more = f" and {self.count - SHOWN} more" if self.count > SHOWN else ""
         return ", ".join(self.first) + more
@@ -94,111 +102,153 @@ class Tally:
     stale: Named = field(default_factory=Named)
     strays: int = 0  # renderings without a record beside them
 
+    def merge(self, part: Tally) -> None:
+        """Another part's tally added to this one (`scan.halves`: the parts in order)."""
+        for name in ("count", "linked", "unlinked", "missing", "unknown", "body_total", "old"):
+            setattr(self, name, getattr(self, name) + getattr(part, name))
+        for named in ("refused", "ugly", "leaky", "unrendered", "stale"):
+            getattr(self, named).merge(getattr(part, named))
+
 
 @dataclass
 class Marks:
-    """One pass over the directory, a stat of each entry: what privacy counts, and each rendering's fingerprint."""
+    """One listing of the directory: the records' and renderings' names, and what privacy counts of the rest."""
 
     wide: int = 0
     links: int = 0
-    # every rendering's name (not hidden) -> its mtime's nanoseconds when it is a plain file, else -1: one lookup
-    # says whether it exists and whether it carries a fingerprint (a set of names beside it cost a second, issue 12)
-    stamps: dict[str, int] = field(default_factory=dict)
-    renderings: int = 0  # names of renderings (not hidden): those without a record are strays
+    renderings: set[str] = field(default_factory=set)  # every rendering's name (not hidden): stat'ed beside its record
     records: list[str] = field(default_factory=list)  # the records' names, as `scan.record_names` picks them
 
 
 def _marks(layout: Layout) -> Marks:
     m = Marks()
-    stamps, records = m.stamps, m.records
-    wide = links = renderings = 0
+    renderings, records = m.renderings, m.records
     rendering = (".md", ".yaml")
     is_record = rec.is_record_name
     dir_fd = os.open(layout.prompts_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        # listed through the directory's fd, so each entry's stat is an fstatat of its name, not a walk of its
-        # whole path (300k stats at 100k records: the largest cost doctor adds to reading them, issue 12)
+        # listed through the directory's fd, so a stat is an fstatat of a name, not a walk of its whole path
         with os.scandir(dir_fd) as it:
             for entry in it:
                 name = entry.name
-                shown = name.endswith(rendering) and not name.startswith(".")
-                if shown:
-                    renderings += 1
-                    stamps[name] = -1  # until its stat says it is a plain file
+                if name.endswith(rendering) and not name.startswith("."):
+                    renderings.add(name)  # its stat comes with its record's read (_part), or as a stray's below
                 elif is_record(name):
                     records.append(name)
                     if entry.is_symlink():  # the listing's own file type: no stat
-                        links += 1
-                    continue  # its mode is the fstat of the fd its read opens (_tally): one stat a record fewer
-                try:
-                    st = entry.stat(follow_symlinks=False)  # one call: the link and file tests are its mode
-                except OSError:  # gone since the listing
-                    continue
-                mode = st.st_mode
-                if S_ISLNK(mode):
-                    links += 1
-                elif S_ISREG(mode):
-                    if mode & 0o077:
-                        wide += 1
-                    if shown:
-                        stamps[name] = st.st_mtime_ns % 1_000_000_000
+                        m.links += 1
+                    # its mode is the fstat of the fd its read opens (_part): one stat a record fewer
+                else:
+                    _count(m, _mode(name, dir_fd))
+        records.sort()
+        stems = {name[:-5] for name in records}
+        for name in renderings:
+            if name.rsplit(".", 1)[0] not in stems:  # a stray: no record's read stats it
+                _count(m, _mode(name, dir_fd))
     finally:
         os.close(dir_fd)
-    records.sort()
-    m.wide, m.links, m.renderings = wide, links, renderings
     return m
 
 
-def _tally(layout: Layout, marks: Marks) -> Tally:
-    from majordomus.archive.prune import age_key, bounds
+def _mode(name: str, dir_fd: int) -> int:
+    """The st_mode of a name in the directory, links not followed; 0 when it went since the listing."""
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except OSError:
+        return 0
 
+
+def _count(m: Marks | Part, mode: int) -> None:
+    if S_ISLNK(mode):
+        m.links += 1
+    elif S_ISREG(mode) and mode & 0o077:
+        m.wide += 1
+
+
+@dataclass
+class Part:
+    """What one part of the records says (`scan.halves`): its tally, and the privacy counts of its files."""
+
+    tally: Tally
+    wide: int = 0
+    links: int = 0
+    matched: int = 0  # renderings with their record beside them
+
+
+def _tally(layout: Layout, marks: Marks) -> Tally:
     t = Tally()
-    stamps = marks.stamps
     cutoff = None
     try:
         t.limits = bounds(layout)
         cutoff = (now_utc() - timedelta(days=t.limits.max_days)).strftime("%Y%m%d%H%M%S")
     except ContractError as exc:
         t.limits_problem = exc.message
-    matched = 0  # renderings with their record beside them
-    wide = 0
-    for e in entries(layout, marks.records, modes=True):
-        t.count += 1
-        if S_ISREG(e.mode) and e.mode & 0o077:
-            wide += 1
-        r = e.record
-        stem = e.name[:-5]  # less ".json"
-        md, yml = stamps.get(stem + ".md"), stamps.get(stem + ".yaml")  # None: no such name
-        has_md, has_yml = md is not None, yml is not None
-        matched += has_md + has_yml
-        if r is None:
-            t.refused.add(e.name, e.problem)
-            continue
-        link = r.episode_link
-        if link is None and "episode_link" not in r.present:
-            t.missing += 1
-        elif link not in rec.LINKS or (link in rec.LINKED) != isinstance(r.episode, str):
-            t.unknown += 1  # a word outside the five, or a link word whose episode says otherwise
-        elif link in rec.LINKED:
-            t.linked += 1
-        else:
-            t.unlinked += 1
-        if r.text is not None:
-            t.body_total += r.body_bytes
-            t.old += cutoff is not None and age_key(e) < cutoff
-        if not e.pretty:
-            t.ugly.add(e.name)
-        if _LEAKY_KNOWN and any(w in k for k in r.members() for w in FORBIDDEN):
-            t.leaky.add(e.name)  # (a parsed record has only KNOWN members; one with another is refused above)
-        if not (has_md and has_yml):
-            t.unrendered.add(e.name)
-        else:
-            mark = fingerprint(e.raw, fast_sha256)  # both carry it: written whole from these very bytes (render.py)
-            if not (md == mark and yml == mark) and disagreeing(layout.prompts_dir, stem, r):
-                t.stale.add(e.name)
-    t.strays = marks.renderings - matched
-    marks.wide += wide
+    matched = 0
+    for part in halves(marks.records, lambda names: _part(layout, names, marks.renderings, cutoff)):
+        t.merge(part.tally)
+        marks.wide += part.wide
+        marks.links += part.links
+        matched += part.matched
+    t.strays = len(marks.renderings) - matched
     return t
+
+
+def _part(layout: Layout, names: list[str], shown: set[str], cutoff: str | None) -> Part:
+    """The tally of these records, each read once, its renderings stat'ed by name beside it."""
+    part = Part(Tally())
+    t = part.tally
+    dir_fd = os.open(layout.prompts_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        for e in entries(layout, names, modes=True):
+            t.count += 1
+            part.wide += S_ISREG(e.mode) and bool(e.mode & 0o077)  # (a record that is a link: counted in _marks)
+            r = e.record
+            stem = e.name[:-5]  # less ".json"
+            md, yml = _stamp(stem + ".md", shown, dir_fd, part), _stamp(stem + ".yaml", shown, dir_fd, part)
+            has_md, has_yml = md is not None, yml is not None
+            part.matched += has_md + has_yml
+            if r is None:
+                t.refused.add(e.name, e.problem)
+                continue
+            link = r.episode_link
+            if link is None and "episode_link" not in r.present:
+                t.missing += 1
+            elif link not in rec.LINKS or (link in rec.LINKED) != isinstance(r.episode, str):
+                t.unknown += 1  # a word outside the five, or a link word whose episode says otherwise
+            elif link in rec.LINKED:
+                t.linked += 1
+            else:
+                t.unlinked += 1
+            if r.text is not None:
+                t.body_total += r.body_bytes
+                t.old += cutoff is not None and age_key(e) < cutoff
+            if not e.pretty:
+                t.ugly.add(e.name)
+            if _LEAKY_KNOWN and any(w in k for k in r.members() for w in FORBIDDEN):
+                t.leaky.add(e.name)  # (a parsed record has only KNOWN members; one with another is refused above)
+            if not (has_md and has_yml):
+                t.unrendered.add(e.name)
+            else:
+                mark = fingerprint(e.raw, fast_sha256)  # both carry it: written whole from these very bytes (render.py)
+                if not (md == mark and yml == mark) and disagreeing(layout.prompts_dir, stem, r):
+                    t.stale.add(e.name)
+    finally:
+        os.close(dir_fd)
+    return part
+
+
+def _stamp(name: str, shown: set[str], dir_fd: int, part: Part) -> int | None:
+    """A rendering's fingerprint (its mtime's nanoseconds) when it is a plain file, -1 when it is listed but is not
+    one (or went since), None when the listing has no such name; its mode counted for privacy."""
+    if name not in shown:
+        return None
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return -1
+    mode = st.st_mode
+    _count(part, mode)
+    return st.st_mtime_ns % 1_000_000_000 if S_ISREG(mode) else -1
 
 
 def _privacy(layout: Layout, rel: str, marks: Marks) -> list[Finding]:

@@ -15,7 +15,7 @@ from typing import TypeAlias
 
 from majordomus import ledger
 from majordomus.archive import record as rec
-from majordomus.archive.scan import Entry, Rewriter, entries, has_archive, lock_archive
+from majordomus.archive.scan import Entry, Rewriter, entries, halves, has_archive, lock_archive, record_names
 from majordomus.episodes import store
 from majordomus.identity import now_utc, parse_rfc3339, repository_id, worktree_id
 from majordomus.layout import Layout
@@ -124,20 +124,91 @@ class Span:
     timeless: bool = False  # a record without a moment: the span cannot be known
     providers: set[str | None] = field(default_factory=set)
 
+    def merge(self, other: Span) -> None:
+        """Another part's records of the same provider session: the span of both."""
+        self.waiting = self.waiting or other.waiting
+        self.timeless = self.timeless or other.timeless
+        self.providers |= other.providers
+        if other.first is not None:
+            self.first = other.first if self.first is None else min(self.first, other.first)
+        if other.last is not None:
+            self.last = other.last if self.last is None else max(self.last, other.last)
+
+
+@dataclass
+class Pass:
+    """What the first pass over some records found (`scan.halves`: one part of them, or all)."""
+
+    result: Result = field(default_factory=Result)
+    spans: dict[str, Span] = field(default_factory=dict)  # tier 3: provider session -> what its records span
+    changes: list[tuple[str, Decision]] = field(default_factory=list)  # decided, and the record changes
+    deferred: list[tuple[str, str]] = field(default_factory=list)  # (name, provider session): waiting for tier 3
+
+    def merge(self, part: Pass) -> None:
+        """A later part's findings after these, in order."""
+        for name in ("records", "linked", "already", "unlinked", "refused"):
+            setattr(self.result, name, getattr(self.result, name) + getattr(part.result, name))
+        for ps, span in part.spans.items():
+            self.spans.setdefault(ps, Span()).merge(span)
+        self.changes += part.changes
+        self.deferred += part.deferred
+
 
 def plan(layout: Layout, scanned: Callable[[Iterable[str] | None], Iterable[Entry]], ev: Evidence, now: datetime,
          apply: Callable[[Entry, rec.PromptRecord], None] | None = None) -> Result:
-    """What each record becomes, in one pass over `scanned(None)` holding one parsed record at a time (issue 12):
-    tiers 1 and 2 decide as each record passes; a record tier 3 may link waits, by name, until every span is
-    known. The records that change are read again by name and handed to `apply`; without it (a dry run) only
-    counted."""
+    """What each record becomes, in one pass over every record holding one parsed record at a time (issue 12),
+    in two processes at once over a large archive (`scan.halves`): tiers 1 and 2 decide as each record passes; a
+    record tier 3 may link waits, by name, until every span is known. The records that change are read again by
+    name and handed to `apply`; without it (a dry run) only counted."""
     root = layout.root
     here = worktree_id(root)
-    result = Result()
-    spans: dict[str, Span] = {}  # tier 3: provider session -> what its records span
-    changes: list[tuple[str, Decision]] = []  # decided, and the record changes: rewritten after the pass
-    deferred: list[tuple[str, str]] = []  # (name, provider session): waiting for tier 3
-    for entry in scanned(None):
+    found = Pass()
+    for part in halves(record_names(layout), lambda names: _first_pass(scanned(names), ev, now, root, here)):
+        found.merge(part)
+    result, spans, changes, deferred = found.result, found.spans, found.changes, found.deferred
+    # tier 3: the whole span of a provider session inside exactly one unclaimed closed episode
+    proposals: dict[str, str] = {}
+    for ps, span in spans.items():
+        if not span.waiting:
+            continue  # nothing of this session waits for a link
+        if span.timeless or len(span.providers) != 1 or span.first is None or span.last is None:
+            continue
+        first, last = span.first, span.last
+        provider = next(iter(span.providers))
+        near = [w for w in ev.closed if w.touches(first, now) and w.touches(last, now)
+                and w.provider in (None, provider)]
+        if len(near) == 1 and near[0].contains(first, now) and near[0].contains(last, now):
+            proposals[ps] = near[0].session_id
+    taken: dict[str, int] = {}
+    for sid in proposals.values():
+        taken[sid] = taken.get(sid, 0) + 1
+    # one episode the only candidate of two sessions: at most one is right, so neither
+    chosen = {ps: sid for ps, sid in proposals.items() if taken[sid] == 1}
+    sessions = dict(deferred)
+    for entry in scanned([name for name, _ in deferred]):
+        if entry.record is None:  # changed under us since the pass: not ours to decide now
+            result.records -= 1
+            continue
+        episode = chosen.get(sessions[entry.name])
+        decision: Decision = None if episode is None else (episode, "ledger")
+        if _decide(result, entry, entry.record, decision, root, here) is not None:
+            changes.append((entry.name, decision))
+    result.changed = len(changes)
+    if apply is not None:
+        decisions = dict(changes)
+        for entry in scanned([name for name, _ in changes]):
+            if entry.record is not None:
+                new = _new(entry.record, decisions[entry.name], root, here)
+                if new != entry.record or not entry.pretty:
+                    apply(entry, new)
+    return result
+
+
+def _first_pass(scanned: Iterable[Entry], ev: Evidence, now: datetime, root: Path, here: str) -> Pass:
+    """Tiers 1 and 2 over these records, and tier 3's spans and waiting records."""
+    found = Pass()
+    result, spans, changes, deferred = found.result, found.spans, found.changes, found.deferred
+    for entry in scanned:
         result.records += 1
         r = entry.record
         if r is None:
@@ -171,42 +242,7 @@ def plan(layout: Layout, scanned: Callable[[Iterable[str] | None], Iterable[Entr
                 decision = (near[0].session_id, near[0].tier)
         if _decide(result, entry, r, decision, root, here) is not None:
             changes.append((entry.name, decision))
-    # tier 3: the whole span of a provider session inside exactly one unclaimed closed episode
-    proposals: dict[str, str] = {}
-    for ps, span in spans.items():
-        if not span.waiting:
-            continue  # nothing of this session waits for a link
-        if span.timeless or len(span.providers) != 1 or span.first is None or span.last is None:
-            continue
-        first, last = span.first, span.last
-        provider = next(iter(span.providers))
-        near = [w for w in ev.closed if w.touches(first, now) and w.touches(last, now)
-                and w.provider in (None, provider)]
-        if len(near) == 1 and near[0].contains(first, now) and near[0].contains(last, now):
-            proposals[ps] = near[0].session_id
-    taken: dict[str, int] = {}
-    for sid in proposals.values():
-        taken[sid] = taken.get(sid, 0) + 1
-    # one episode the only candidate of two sessions: at most one is right, so neither
-    chosen = {ps: sid for ps, sid in proposals.items() if taken[sid] == 1}
-    sessions = dict(deferred)
-    for entry in scanned([name for name, _ in deferred]):
-        if entry.record is None:  # changed under us since the pass: not ours to decide now
-            result.records -= 1
-            continue
-        episode = chosen.get(sessions[entry.name])
-        decision = None if episode is None else (episode, "ledger")
-        if _decide(result, entry, entry.record, decision, root, here) is not None:
-            changes.append((entry.name, decision))
-    result.changed = len(changes)
-    if apply is not None:
-        decisions = dict(changes)
-        for entry in scanned([name for name, _ in changes]):
-            if entry.record is not None:
-                new = _new(entry.record, decisions[entry.name], root, here)
-                if new != entry.record or not entry.pretty:
-                    apply(entry, new)
-    return result
+    return found
 
 
 Decision: TypeAlias = "tuple[str, rec.Link] | None"

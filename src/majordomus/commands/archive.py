@@ -64,15 +64,14 @@ def render_command(ctx: Context, argv: list[str]) -> int:
         _say(ctx, f"no archive in {rel}; nothing to render", {"renderings": 0, "modes": 0})
         return 0
     with lock_archive(layout):
-        # one listing: the renderings' fingerprints from the stats the mode repair makes anyway, the records'
-        # names and modes from the reads render makes anyway (issue 12)
-        stamps: dict[str, int] = {}
+        # one listing: the records' and renderings' names; their modes and fingerprints from the reads and stats
+        # render makes beside each record anyway, in two processes over a large archive (issue 12)
+        renderings: set[str] = set()
         records: list[str] = []
-        narrowed: list[str] = []
-        modes, removed, links = repair_modes(layout, stamps, records)
-        written, failed, refused = render_all(layout, force=args.force, stamps=stamps, records=records,
-                                              narrowed=narrowed)
-        modes += len(narrowed)
+        modes, removed, links = repair_modes(layout, renderings, records)
+        done = render_all(layout, force=args.force, renderings=renderings, records=records)
+        modes += done.modes + len(done.narrowed)
+    written, failed, refused = done.written, done.failed, done.refused
     line = f"{written} rendering(s) written into {rel}"
     for count, words in ((modes, "file mode(s) set to 600"), (removed, "stale temp file(s) of killed captures removed"),
                          (len(links), "symbolic link(s) refused, not followed"),
