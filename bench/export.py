@@ -45,9 +45,9 @@ def run_size(tmp: Path, size: int) -> list[tuple[str, float, float, float, float
     rows = []
     first = True
     for label, argv in RUNS:
-        bare_s, bare_mib, _ = child([sys.executable, "-c", BARE, str(prompts)], repo)
+        bare_s, bare_mib, _, _, _ = child([sys.executable, "-c", BARE, str(prompts)], repo)
         out = tmp / f"out-{size}.{argv[1]}"
-        seconds, mib, code = child([str(MAJORDOMUS), "export", *argv, "-o", str(out)], repo)
+        seconds, mib, _, code, _ = child([str(MAJORDOMUS), "export", *argv, "-o", str(out)], repo)
         errors = int(code != 0)
         if code == 0:
             errors += answered(argv[1], out) != (EPISODES, size)
