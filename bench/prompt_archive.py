@@ -254,7 +254,8 @@ def commands(tmp: Path, sizes: list[int]) -> dict[int, dict[str, float]]:
     the same interpreter) timed just before it; the peak RSS of each command's largest process and the peak
     PSS of its process tree (the target's measure). Bodies span 200 days back from now, so
     a first prune takes the oldest tenth (older than the policy's 180 days)."""
-    print("\narchive commands (real subprocesses; ratio = command / bare read+parse of every record, same run)")
+    print("\narchive commands (real subprocesses; ratio = command / the median of the six bare reads+parses of every "
+          "record of that size, one just before each command)")
     print(f"  {'size':>7} {'command':<26} {'seconds':>8} {'bare s':>7} {'ratio':>6} {'target':>7} "
           f"{'peak MiB':>9} {'tree PSS':>9} {'target':>7}")
     base = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(days=200)
@@ -268,6 +269,7 @@ def commands(tmp: Path, sizes: list[int]) -> dict[int, dict[str, float]]:
         git_repo(root)
         layout = synthesize(root, size, base)
         out[size] = {}
+        rows = []
         for label, argv, ratio_target in steps:
             bare_s, _, _, _, counted = child([sys.executable, "-c", BARE, str(layout.prompts_dir)], root)
             seconds, mib, tree_mib, code, printed = child([str(MAJORDOMUS), *argv], root)
@@ -278,7 +280,12 @@ def commands(tmp: Path, sizes: list[int]) -> dict[int, dict[str, float]]:
             flag = "" if code in (0, 1) else f"  (exit {code})"
             flag += wrong(label, size, printed) + ("" if counted.strip() == str(size) else
                                                    f"  WRONG: the bare read counted {counted.strip()}")
-            print(f"  {size:>7} {label:<26} {seconds:8.2f} {bare_s:7.2f} {seconds / bare_s:5.2f}x {target:>7} "
+            rows.append((label, seconds, bare_s, target, mib, tree_mib, flag))
+        # each ratio against the median of this size's six bare reads (one just before each command): one
+        # slow or fast bare read moves one command's ratio no more than the others'
+        bare_median = statistics.median(bares[size])
+        for label, seconds, bare_s, target, mib, tree_mib, flag in rows:
+            print(f"  {size:>7} {label:<26} {seconds:8.2f} {bare_s:7.2f} {seconds / bare_median:5.2f}x {target:>7} "
                   f"{mib:9.1f} {tree_mib:9.1f} {'<= 100':>7}{flag}")
         shutil.rmtree(root)
     if len(sizes) > 1:
