@@ -93,7 +93,10 @@ def test_records_it_cannot_account_for_are_left_untouched(tmp_path: Path) -> Non
     result, limits = prune(layout, now=NOW)
     assert result.refused == 1 and result.pruned == 1
     assert odd.read_text().endswith('"transcript": "x"}')
-    assert sentence(result, limits, False).endswith(", 1 refused (this writer cannot account for every member)")
+    said = sentence(result, limits, False)
+    assert said.endswith(", 1 refused (this writer cannot account for every member): 20200101000000-odd.json "
+                         "(the first " + str(result.refused_files.problem) + ")"), said
+    assert "transcript" in said  # why: the member this writer cannot account for
 
 
 def test_a_policy_that_does_not_parse_refuses_with_10_naming_the_file(initialised_repo: Path, run_majordomus) -> None:
@@ -116,3 +119,22 @@ def test_the_cli_prunes_and_appends_one_ledger_line(initialised_repo: Path, run_
     pruned = [e for e in events if e["event"] == "prompts.pruned"]
     assert len(pruned) == 1 and pruned[0]["pruned"] == 1 and pruned[0]["records"] == 1
     assert len(scan(layout)) == 1
+
+
+def test_prune_and_reconcile_name_the_records_they_refuse(initialised_repo: Path, run_majordomus) -> None:
+    """Issue 9 item 9: not only a count: the first files refused, and why, through the real commands."""
+    layout = Layout(initialised_repo)
+    policy(layout, days=1, cap=10**9)
+    write(layout, 5, "old", 1)
+    odd = layout.prompts_dir / "20200101000000-odd.json"
+    odd.write_text('{"schema": "majordomus.capture/v1", "text": "old", "transcript": "x"}')
+    (layout.prompts_dir / "20200101000001-torn.json").write_text('{"schema": "majordomus.capt')
+    for args in (("capture", "prune", "--dry-run"), ("capture", "reconcile", "--dry-run"), ("capture", "prune")):
+        done = run_majordomus("--json", *args, cwd=initialised_repo)
+        assert done.returncode == 0, done.stderr
+        said = json.loads(done.stdout)
+        assert said["refused"] == 2 and said["refused_first"] == ["20200101000000-odd.json",
+                                                                  "20200101000001-torn.json"], said
+        assert "2 refused (this writer cannot account for every member): 20200101000000-odd.json, " \
+               "20200101000001-torn.json (the first " in said["message"], said
+    assert odd.read_text().endswith('"transcript": "x"}')  # refused: never rewritten

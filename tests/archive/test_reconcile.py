@@ -134,7 +134,9 @@ def test_records_it_cannot_account_for_are_untouched_and_counted(tmp_path: Path)
     result = reconcile(h.layout, now=NOW)
     assert (result.records, result.refused, result.unlinked) == (3, 2, 1)
     assert odd.read_text() == '{"schema": "majordomus.capture/v1", "messages": [1, 2]}'
-    assert "2 refused (this writer cannot account for every member)" in result.sentence(False)
+    said = result.sentence(False)
+    assert ", 2 refused (this writer cannot account for every member): 20260101000000-odd.json, " \
+        "20260101000001-torn.json (the first " in said, said
 
 
 def test_the_sentences_are_exact() -> None:

@@ -1,4 +1,4 @@
-"""Issue 12 item 4: over a large archive doctor, reconcile and render work in two processes at once
+"""Issue 12 item 4: over a large archive doctor, reconcile, render and prune's reading work in two processes at once
 (`scan.halves`, from 8192 records on a machine with a second core), and answer exactly what one process answers.
 
 Through the real executables: the same archive, with faults in both halves, run as it runs and pinned to one core
@@ -88,7 +88,7 @@ def test_two_processes_answer_and_write_what_one_does(tmp_path: Path, run_majord
         shutil.rmtree(prompts)
         shutil.copytree(pristine, prompts, symlinks=True)
 
-    for args in (("doctor",), ("capture", "reconcile", "--dry-run")):
+    for args in (("doctor",), ("capture", "reconcile", "--dry-run"), ("capture", "prune", "--dry-run")):
         split, one = run(repo, *args, pinned=False), run(repo, *args, pinned=True)
         assert split == one, args
     code, said = run(repo, "doctor", pinned=False)
@@ -103,6 +103,14 @@ def test_two_processes_answer_and_write_what_one_does(tmp_path: Path, run_majord
         assert answers[0] == answers[1], args
         assert files[0] == files[1], args
         assert answers[0][0] == 0, answers[0]
+    pruned = []  # prune gathers the bodies in two parts: the same bodies taken (their tombstones carry the time)
+    for pinned in (False, True):
+        restore()
+        pruned.append((run(repo, "capture", "prune", pinned=pinned),
+                       sorted(p.name for p in prompts.glob("*.json") if not p.is_symlink()
+                              and b'"text": null' in p.read_bytes())))
+    assert pruned[0] == pruned[1]
+    assert pruned[0][0][0] == 0 and len(pruned[0][1]) >= COUNT // 10 - 2, pruned[0][0]
     # the last render left every record rendered, each rendering agreeing, both halves alike
     assert "rendering(s) lack" not in run(repo, "doctor", pinned=False)[1]
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from majordomus.archive import record as rec
 from majordomus.archive.prune import age_key, bounds
 from majordomus.archive.render import disagreeing, fingerprint
-from majordomus.archive.scan import entries, halves
+from majordomus.archive.scan import Named, entries, halves
 from majordomus.errors import ContractError
 from majordomus.findings import Finding
 from majordomus.identity import now_utc
@@ -50,36 +50,6 @@ def findings(layout: Layout) -> list[Finding]:
     out += _retention(tally)
     out += _shape(layout, tally, rel)
     return out
-
-
-SHOWN = 5  # files named in one finding; the count is always whole
-
-
-@dataclass
-class Named:
-    """A count and the first few names it counts: a person sees where to look, never a wall of names."""
-
-    count: int = 0
-    first: list[str] = field(default_factory=list)
-    problem: str | None = None
-
-    def add(self, name: str, problem: str | None = None) -> None:
-        if not self.count:
-            self.problem = problem
-        self.count += 1
-        if len(self.first) < SHOWN:
-            self.first.append(name)
-
-    def merge(self, other: Named) -> None:
-        """Another part's names after these: the count whole, the first few still the first in order."""
-        if not self.count:
-            self.problem = other.problem
-        self.count += other.count
-        self.first += other.first[:SHOWN - len(self.first)]
-
-    def names(self) -> str:
-        more = f" and {self.count - SHOWN} more" if self.count > SHOWN else ""
-        return ", ".join(self.first) + more
 
 
 @dataclass
@@ -121,33 +91,38 @@ class Marks:
 
 
 def _marks(layout: Layout) -> Marks:
+    """The listing alone: names (a listdir, no entry objects: 280k names at 100k records, issue 12), sorted records,
+    and the modes of what is neither record nor rendering. A record's mode comes with its read, a rendering's with
+    its record's (`_part`), a stray rendering's only when the parts found fewer matches than renderings (`_strays`)."""
     m = Marks()
     renderings, records = m.renderings, m.records
     rendering = (".md", ".yaml")
     is_record = rec.is_record_name
     dir_fd = os.open(layout.prompts_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        # listed through the directory's fd, so a stat is an fstatat of a name, not a walk of its whole path
-        with os.scandir(dir_fd) as it:
-            for entry in it:
-                name = entry.name
-                if name.endswith(rendering) and not name.startswith("."):
-                    renderings.add(name)  # its stat comes with its record's read (_part), or as a stray's below
-                elif is_record(name):
-                    records.append(name)
-                    if entry.is_symlink():  # the listing's own file type: no stat
-                        m.links += 1
-                    # its mode is the fstat of the fd its read opens (_part): one stat a record fewer
-                else:
-                    _count(m, _mode(name, dir_fd))
-        records.sort()
-        stems = {name[:-5] for name in records}
-        for name in renderings:
-            if name.rsplit(".", 1)[0] not in stems:  # a stray: no record's read stats it
+        for name in os.listdir(dir_fd):
+            if name.endswith(rendering) and not name.startswith("."):
+                renderings.add(name)
+            elif is_record(name):
+                records.append(name)
+            else:
                 _count(m, _mode(name, dir_fd))
+        records.sort()
     finally:
         os.close(dir_fd)
     return m
+
+
+def _strays(layout: Layout, marks: Marks) -> None:
+    """The privacy counts of the renderings no record's read stat'ed (a stray has no record beside it)."""
+    stems = {name[:-5] for name in marks.records}
+    dir_fd = os.open(layout.prompts_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        for name in marks.renderings:
+            if name.rsplit(".", 1)[0] not in stems:
+                _count(marks, _mode(name, dir_fd))
+    finally:
+        os.close(dir_fd)
 
 
 def _mode(name: str, dir_fd: int) -> int:
@@ -190,6 +165,8 @@ def _tally(layout: Layout, marks: Marks) -> Tally:
         marks.links += part.links
         matched += part.matched
     t.strays = len(marks.renderings) - matched
+    if t.strays:
+        _strays(layout, marks)
     return t
 
 
@@ -201,7 +178,7 @@ def _part(layout: Layout, names: list[str], shown: set[str], cutoff: str | None)
     try:
         for e in entries(layout, names, modes=True):
             t.count += 1
-            part.wide += S_ISREG(e.mode) and bool(e.mode & 0o077)  # (a record that is a link: counted in _marks)
+            _count(part, e.mode)  # the mode of the file its read opened; a link, refused, by name (scan.entries)
             r = e.record
             stem = e.name[:-5]  # less ".json"
             md, yml = _stamp(stem + ".md", shown, dir_fd, part), _stamp(stem + ".yaml", shown, dir_fd, part)

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from majordomus import ledger
 from majordomus.archive import record as rec
-from majordomus.archive.scan import Entry, Rewriter, entries, lock_archive
+from majordomus.archive.scan import Entry, Named, Rewriter, entries, halves, lock_archive, record_names
 from majordomus.errors import ContractError, InternalError
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import Layout
@@ -54,27 +54,57 @@ class Result:
     bytes_left: int = 0
     refused: int = 0
     victims: list[str] = field(default_factory=list)  # record names, oldest first
+    refused_files: Named = field(default_factory=Named)  # the count again, with the first names and why
 
 
-def plan(scanned: Iterable[Entry], limits: Bounds, now: datetime) -> Result:
-    """Which bodies go: every one older than the age bound, then the oldest until the rest fit the cap.
+@dataclass
+class Bodies:
+    """What the plan needs of some records (`scan.halves`: one part of them, or all): of each body only its age,
+    name and size, never the record (issue 12)."""
 
-    Streams: of each record only its age, name and body size are kept (issue 12), never the record."""
-    cutoff = (now - timedelta(days=limits.max_days)).strftime("%Y%m%d%H%M%S")
-    result = Result()
-    bodies: list[tuple[str, str, int]] = []
+    records: int = 0
+    refused: Named = field(default_factory=Named)
+    body_bytes: int = 0
+    bodies: list[tuple[str, str, int]] = field(default_factory=list)  # (age key, name, size)
+
+    def merge(self, part: Bodies) -> None:
+        self.records += part.records
+        self.refused.merge(part.refused)
+        self.body_bytes += part.body_bytes
+        self.bodies += part.bodies
+
+
+def bodies_of(scanned: Iterable[Entry]) -> Bodies:
+    found = Bodies()
     for entry in scanned:
-        result.records += 1
+        found.records += 1
         if entry.record is None:
-            result.refused += 1
+            found.refused.add(entry.name, entry.problem)
             continue
-        size = entry.record.body_bytes
         if entry.record.text is not None:
-            bodies.append((age_key(entry), entry.name, size))
-            result.body_bytes += size
-    bodies.sort()  # oldest first
+            size = entry.record.body_bytes
+            found.bodies.append((age_key(entry), entry.name, size))
+            found.body_bytes += size
+    return found
+
+
+def gathered(layout: Layout) -> Bodies:
+    """Every record's body, read in two processes at once over a large archive (`scan.halves`)."""
+    found = Bodies()
+    for part in halves(record_names(layout), lambda names: bodies_of(entries(layout, names))):
+        found.merge(part)
+    return found
+
+
+def plan(scanned: Iterable[Entry] | Bodies, limits: Bounds, now: datetime) -> Result:
+    """Which bodies go: every one older than the age bound, then the oldest until the rest fit the cap."""
+    found = scanned if isinstance(scanned, Bodies) else bodies_of(scanned)
+    cutoff = (now - timedelta(days=limits.max_days)).strftime("%Y%m%d%H%M%S")
+    result = Result(records=found.records, body_bytes=found.body_bytes, refused=found.refused.count,
+                    refused_files=found.refused)
+    found.bodies.sort()  # oldest first
     keep = result.body_bytes
-    for stamp, name, size in bodies:
+    for stamp, name, size in found.bodies:
         if stamp < cutoff or keep > limits.max_bytes:
             result.victims.append(name)
             keep -= size
@@ -95,9 +125,9 @@ def prune(layout: Layout, *, dry_run: bool = False, now: datetime | None = None)
     limits = bounds(layout)
     moment = now or now_utc()
     if dry_run:
-        return plan(entries(layout), limits, moment), limits
+        return plan(gathered(layout), limits, moment), limits
     with lock_archive(layout):
-        result = plan(entries(layout), limits, moment)
+        result = plan(gathered(layout), limits, moment)
         at = rfc3339(moment)
         # the victims read again, one at a time: under the lock no rewriter has changed them since
         rewriter = Rewriter(layout)
@@ -127,6 +157,4 @@ def sentence(result: Result, limits: Bounds, dry_run: bool) -> str:
     else:
         line = (f"prune: {result.records} record(s); {result.pruned} body(ies) pruned, {result.bytes_left} byte(s) "
                 f"left of cap {limits.max_bytes}, older than {limits.max_days} day(s) taken")
-    if result.refused:
-        line += f", {result.refused} refused (this writer cannot account for every member)"
-    return line
+    return line + result.refused_files.refused()

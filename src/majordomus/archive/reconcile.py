@@ -15,7 +15,7 @@ from typing import TypeAlias
 
 from majordomus import ledger
 from majordomus.archive import record as rec
-from majordomus.archive.scan import Entry, Rewriter, entries, halves, has_archive, lock_archive, record_names
+from majordomus.archive.scan import Entry, Named, Rewriter, entries, halves, has_archive, lock_archive, record_names
 from majordomus.episodes import store
 from majordomus.identity import now_utc, parse_rfc3339, repository_id, worktree_id
 from majordomus.layout import Layout
@@ -93,6 +93,7 @@ class Result:
     unlinked: int = 0
     refused: int = 0
     changed: int = 0  # records rewritten (or, in a dry run, that would be)
+    refused_files: Named = field(default_factory=Named)  # the count again, with the first names and why
 
     def sentence(self, dry_run: bool) -> str:
         if dry_run:
@@ -101,9 +102,7 @@ class Result:
         else:
             line = (f"reconcile: {self.records} record(s); {self.linked} linked, {self.already} already linked, "
                     f"{self.unlinked} unlinked for want of evidence")
-        if self.refused:
-            line += f", {self.refused} refused (this writer cannot account for every member)"
-        return line
+        return line + self.refused_files.refused()
 
 
 def _is_here(record: rec.PromptRecord, root: Path, here: str) -> bool:
@@ -148,6 +147,7 @@ class Pass:
         """A later part's findings after these, in order."""
         for name in ("records", "linked", "already", "unlinked", "refused"):
             setattr(self.result, name, getattr(self.result, name) + getattr(part.result, name))
+        self.result.refused_files.merge(part.result.refused_files)
         for ps, span in part.spans.items():
             self.spans.setdefault(ps, Span()).merge(span)
         self.changes += part.changes
@@ -213,6 +213,7 @@ def _first_pass(scanned: Iterable[Entry], ev: Evidence, now: datetime, root: Pat
         r = entry.record
         if r is None:
             result.refused += 1
+            result.refused_files.add(entry.name, entry.problem)
             continue
         ps = r.session
         if ps and ps not in ev.by_session and _is_here(r, root, here):

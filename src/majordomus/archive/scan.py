@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -37,6 +37,43 @@ class Entry:
     @property
     def stem(self) -> str:
         return self.name[: -len(".json")]
+
+
+SHOWN = 5  # files named in one finding; the count is always whole
+
+
+@dataclass
+class Named:
+    """A count and the first few names it counts: a person sees where to look, never a wall of names."""
+
+    count: int = 0
+    first: list[str] = field(default_factory=list)
+    problem: str | None = None
+
+    def add(self, name: str, problem: str | None = None) -> None:
+        if not self.count:
+            self.problem = problem
+        self.count += 1
+        if len(self.first) < SHOWN:
+            self.first.append(name)
+
+    def merge(self, other: Named) -> None:
+        """Another part's names after these: the count whole, the first few still the first in order."""
+        if not self.count:
+            self.problem = other.problem
+        self.count += other.count
+        self.first += other.first[:SHOWN - len(self.first)]
+
+    def names(self) -> str:
+        more = f" and {self.count - SHOWN} more" if self.count > SHOWN else ""
+        return ", ".join(self.first) + more
+
+    def refused(self) -> str:
+        """The clause reconcile's and prune's sentences end with when records were refused: how many, which, why."""
+        if not self.count:
+            return ""
+        why = f" (the first {self.problem})" if self.problem else ""
+        return f", {self.count} refused (this writer cannot account for every member): {self.names()}{why}"
 
 
 def record_names(layout: Layout) -> list[str]:

@@ -30,7 +30,8 @@ def reconcile_command(ctx: Context, argv: list[str]) -> int:
     result = reconcile(layout, dry_run=args.dry_run)
     _say(ctx, result.sentence(args.dry_run),
          {"dry_run": args.dry_run, "records": result.records, "linked": result.linked,
-          "already_linked": result.already, "unlinked": result.unlinked, "refused": result.refused})
+          "already_linked": result.already, "unlinked": result.unlinked, "refused": result.refused,
+          "refused_first": result.refused_files.first})
     return 0
 
 
@@ -48,7 +49,7 @@ def prune_command(ctx: Context, argv: list[str]) -> int:
     _say(ctx, sentence(result, limits, args.dry_run),
          {"dry_run": args.dry_run, "records": result.records, "body_bytes": result.body_bytes,
           "pruned": result.pruned, "bytes_left": result.bytes_left, "refused": result.refused,
-          "cap": limits.max_bytes, "max_days": limits.max_days})
+          "refused_first": result.refused_files.first, "cap": limits.max_bytes, "max_days": limits.max_days})
     return 0
 
 
