@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -204,6 +205,15 @@ def mcp_client(run: Run, n: int) -> None:
             client.close()
 
 
+def guarded(client: Callable[[Run, int], None], run: Run, n: int) -> None:
+    """A client whose thread dies of an exception (a request its server never answered, say) is an error, never a
+    traceback beside a count of 0."""
+    try:
+        client(run, n)
+    except Exception as exc:  # noqa: BLE001 - counted, not raised: the figure is the error count
+        run.error(f"{client.__name__} {n} stopped: {type(exc).__name__}: {exc}")
+
+
 def killer(run: Run, every: float) -> None:
     lease = run.repo / ".ai/local/state/mcp/server.json"
     while time.monotonic() < run.stop_at - 1.0:
@@ -304,8 +314,8 @@ def main() -> int:
     seed = opts.seed if opts.seed is not None else random.randrange(1 << 30)
     with tempfile.TemporaryDirectory() as tmp:
         run = Run(make_repo(Path(tmp)), time.monotonic() + opts.seconds, random.Random(seed))
-        threads = [threading.Thread(target=hook_client, args=(run, n)) for n in range(opts.hook_clients)]
-        threads += [threading.Thread(target=mcp_client, args=(run, n)) for n in range(opts.mcp_clients)]
+        threads = [threading.Thread(target=guarded, args=(hook_client, run, n)) for n in range(opts.hook_clients)]
+        threads += [threading.Thread(target=guarded, args=(mcp_client, run, n)) for n in range(opts.mcp_clients)]
         threads.append(threading.Thread(target=killer, args=(run, opts.kill_every)))
         began = time.monotonic()
         for t in threads:

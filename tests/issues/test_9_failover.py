@@ -10,15 +10,17 @@ episode that its client had not attached.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from mcp_support import OPEN, McpProcess, call, initialize, open_file, set_policy, structured
+from mcp_support import LEASE, OPEN, McpProcess, call, initialize, open_file, set_policy, structured
 from support import MAJORDOMUS, records
 
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
@@ -164,3 +166,70 @@ def test_a_retried_detach_of_an_episode_that_ended_otherwise_is_refused_with_the
     text = answer["result"]["content"][0]["text"]
     assert "ep-lost" in text and "interrupted" in text and "expired" in text, text
     assert len(records(initialised_repo)) == 1
+
+
+# A server that answers the election's probe as the lease's writer, then dies at the first frame a bridge relays to
+# it: what a bridge meets when the server it has just elected is killed in its turn before the replay is through.
+DIES_AT_THE_REPLAY = r'''
+import hashlib, json, os, socket, sys
+token = sys.argv[1]
+listener = socket.create_server(("127.0.0.1", 0))
+print(listener.getsockname()[1], flush=True)
+while True:
+    conn, _ = listener.accept()
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        head += chunk
+    if head.startswith(b"GET /api/v1/live"):
+        body = json.dumps({"live": True, "pid": os.getpid(), "stopping": False,
+                           "lease": hashlib.sha256(token.encode()).hexdigest()[:16]}).encode()
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        conn.close()
+        continue
+    listener.close()  # killed: nothing listens any more, and the frame gets no answer
+    conn.close()
+    os._exit(0)
+'''
+
+
+def test_a_server_killed_during_the_replay_is_elected_over_and_the_request_still_answered(
+        initialised_repo: Path, tmp_path: Path) -> None:
+    """Two lease holders die one after the other: the bridge elects the second, which dies before the replay is
+    through. The bridge elects again (here it serves), replays, and answers its client's request: the soak found
+    that request unanswered for good ("a frame could not be handled (ServerGone ...)")."""
+    script = tmp_path / "dies-like-a-majordomus-server.py"  # its command line names majordomus: a live server's pid
+    script.write_text(DIES_AT_THE_REPLAY)
+    with McpProcess(initialised_repo, "--http-port", "0", env=QUIET) as holder:
+        holder.url()
+        holder.request(initialize("holder"))
+        client = bridged(initialised_repo, "client", "ep-twice")
+        token = "t" * 43
+        second = subprocess.Popen([sys.executable, str(script), token], stdout=subprocess.PIPE)
+        try:
+            assert second.stdout is not None
+            port = int(second.stdout.readline())
+            os.kill(holder.proc.pid, signal.SIGKILL)
+            holder.proc.wait(timeout=10)
+            lease_file = initialised_repo / LEASE
+            lease = json.loads(lease_file.read_text())
+            lease.update(pid=second.pid, url=f"http://127.0.0.1:{port}", token=token)
+            lease_file.write_text(json.dumps(lease))
+            listing = structured(client.request(call(3, "majordomus_episodes"), timeout=30))
+            assert listing["mine"]["external_id"] == "ep-twice"
+            assert second.wait(timeout=10) == 0  # it was elected, and died at the replay
+            assert f"re-attached to the shared server at http://127.0.0.1:{port}" in client.stderr
+            client.wait_stderr("re-attached to the shared server (this process serves it now)")
+            assert "could not be handled" not in client.stderr, client.stderr
+            closed = structured(client.request(call(4, "majordomus_session_detach", {}), timeout=30))
+            assert closed["episode"]["external_id"] == "ep-twice"
+        finally:
+            client.kill()
+            if second.poll() is None:
+                second.kill()
+            second.wait()
+    assert sorted((outcome, reason) for _, outcome, reason in by_session(initialised_repo)) == [("closed", "detach")]
+    assert list((initialised_repo / OPEN).glob("*.yaml")) == []

@@ -212,14 +212,35 @@ class StdioClient:
                 assert self.runtime.own is not None
                 reply = self.runtime.core.handle_bytes(frame, self.runtime.own)
                 return encode(reply.body) if reply.body else None
-            assert self.bridge is not None
+            if self.bridge is None:
+                break
             try:
                 return self.bridge.send(frame)
             except SessionLost:
-                self._replay()
+                recovered = self._recover(gone=False)
             except ServerGone:
-                self._reelect()
-        return _unreachable(frame)
+                recovered = self._recover(gone=True)
+            if not recovered:
+                break
+        return _unreachable(frame)  # a request is always answered, if only with why it could not be
+
+    def _recover(self, *, gone: bool) -> bool:
+        """After a relay that failed: elect again (`gone`) or open a new session, then replay. The server found may
+        die in its turn before the replay is through (a soak killed two lease holders within a second: the
+        client's request went unanswered for good): then elect again, at most three times. Whether a server
+        now serves this client."""
+        for _ in range(3):
+            try:
+                if gone:
+                    self._reelect()
+                else:
+                    self._replay()
+                return True
+            except SessionLost:
+                gone = False
+            except ServerGone:
+                gone = True
+        return False
 
     def _replay(self) -> None:
         """Initialise the new connection as the client did, then resume its episode (answers discarded)."""
@@ -246,12 +267,9 @@ class StdioClient:
                 try:
                     self.bridge.keepalive()
                 except SessionLost:
-                    self._replay()
+                    self._recover(gone=False)
                 except ServerGone:
-                    try:
-                        self._reelect()
-                    except (ServerGone, SessionLost):
-                        pass
+                    self._recover(gone=True)
 
     def eof(self) -> None:
         with self._lock:
