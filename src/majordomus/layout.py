@@ -206,6 +206,12 @@ def write_atomic(path: Path, data: bytes, mode: int = PRIVATE_FILE, *, sync: boo
     is SIGKILLed milliseconds after SIGTERM): the rename is then as atomic, and the page cache outlives us."""
     refuse_symlink(path)
     tmp = temp_name(path)
+    _write_new(tmp, data, mode, sync)
+    os.replace(tmp, path)
+
+
+def _write_new(tmp: Path, data: bytes, mode: int, sync: bool) -> None:
+    """A new temp file holding `data`, with exactly `mode`; removed again when anything fails."""
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
         os.fchmod(fd, mode)  # the umask must not widen or narrow what we declared
@@ -220,7 +226,6 @@ def write_atomic(path: Path, data: bytes, mode: int = PRIVATE_FILE, *, sync: boo
         _unlink_quietly(tmp)
         raise
     os.close(fd)
-    os.replace(tmp, path)
 
 
 def create_exclusive(path: Path, data: bytes, mode: int = PRIVATE_FILE, *, durable: bool = False) -> bool:
@@ -228,8 +233,8 @@ def create_exclusive(path: Path, data: bytes, mode: int = PRIVATE_FILE, *, durab
 
     The bytes are fsynced before the link; `durable` fsyncs the directory after it too, so the new name
     itself survives a crash of the machine (a record: see docs/decisions.md, "What the hooks fsync")."""
-    tmp = temp_name(path)
-    write_atomic(tmp, data, mode)
+    tmp = temp_name(path)  # a link under `path` is never followed: link() then fails with EEXIST, like any name
+    _write_new(tmp, data, mode, True)
     try:
         os.link(tmp, path)
     except FileExistsError:

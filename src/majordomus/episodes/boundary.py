@@ -12,7 +12,7 @@ import time
 from majordomus import ledger
 from majordomus.clients.providers import Provider
 from majordomus.episodes import store
-from majordomus.errors import MajordomusError
+from majordomus.errors import InternalError, MajordomusError
 from majordomus.identity import (
     compact_stamp,
     git_argv,
@@ -132,19 +132,28 @@ def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None, cl
             return Drawn(f"session {existing.session_id} already open here since {existing.started_at}; kept",
                          session_id=existing.session_id, started_at=existing.started_at)
         moment = now_s()
-        sid = new_episode_id(moment)
         # a server's attaches of one second share one `git status`; a hook start runs its own
         tree = tree_state(layout.root, reuse_seconds=STATUS_REUSE_SECONDS if held_by is not None else 0.0)
         at = rfc3339(moment)
         opened = store.OpenFile(
-            session_id=sid, started_at=at, provider=b.provider.name, provider_session=b.provider_session,
-            owner=owner(), repository_id=repository_id(layout.root), worktree=str(layout.root),
-            worktree_id=worktree_id(layout.root), branch=tree.branch, start_head=tree.head,
-            start_working_tree=tree.working_tree, last_activity_at=at, held_by=held_by,
+            session_id=new_episode_id(moment), started_at=at, provider=b.provider.name,
+            provider_session=b.provider_session, owner=owner(), repository_id=repository_id(layout.root),
+            worktree=str(layout.root), worktree_id=worktree_id(layout.root), branch=tree.branch,
+            start_head=tree.head, start_working_tree=tree.working_tree, last_activity_at=at, held_by=held_by,
             attachments=1 if held_by is not None else 0, client=client,
             extra=(("source", b.source),) if b.source else ())
         ensure_dir(layout.sessions_open)
-        _write_context(layout, opened, tree.head)  # first: an open episode never lacks its working context
+        # first: an open episode never lacks its working context. Its name holds the id, and it is created only
+        # where none is: two episodes opened in one second drew the same four hex digits in a soak (1 in 65,536 a
+        # pair), and the second's end found the first's record and wrote none of its own
+        for _ in range(1024):
+            if _write_context(layout, opened, tree.head):
+                break
+            opened = replace(opened, session_id=new_episode_id(moment))
+        else:
+            raise InternalError(f"no free episode id in second {at}: 1,024 drawn, each held by a working context "
+                                f"in {_rel(layout, layout.contexts_dir)}", "run the start again")
+        sid = opened.session_id
         write_atomic(layout.open_file(key), opened.to_bytes())  # the episode is open from here on
         fsync_dir(layout.sessions_open)  # ... and its name survives a crash (docs/decisions.md: what the hooks fsync)
         line = f"session {sid} opened at {at} (head {tree.head[:7]})"
@@ -188,7 +197,8 @@ def _finish_start(layout: Layout, opened: store.OpenFile) -> None:
                             f"{exc.message if isinstance(exc, MajordomusError) else exc.strerror}")
 
 
-def _write_context(layout: Layout, opened: store.OpenFile, head: str) -> None:
+def _write_context(layout: Layout, opened: store.OpenFile, head: str) -> bool:
+    """Create the episode's working context; False when one under its name (so its id) exists already."""
     opened_by = "connection" if opened.is_connection else "hook"
     meta = [("schema", "session-context/v1"), ("kind", "session-context"), ("session_id", opened.session_id),
             ("opened_at", opened.started_at), ("opened_by", opened_by), ("provider", opened.provider),
@@ -199,7 +209,8 @@ def _write_context(layout: Layout, opened: store.OpenFile, head: str) -> None:
             f"Opened by {opened.provider} ({opened_by}) on branch {opened.branch} at "
             f"{head[:7]}, working tree {opened.start_working_tree}.", "", "## Notes", ""]
     ensure_dir(layout.contexts_dir)
-    write_atomic(context_path(layout, opened.session_id, str(opened.started_at)), ("\n".join(body) + "\n").encode())
+    return create_exclusive(context_path(layout, opened.session_id, str(opened.started_at)),
+                            ("\n".join(body) + "\n").encode())
 
 
 def context_path(layout: Layout, session_id: str, started_at: str) -> Path:
