@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from majordomus.archive import record as rec
@@ -69,3 +69,26 @@ def test_an_older_schema_id_and_its_members_are_accounted_for() -> None:
     old = {"schema": "majordomus.prompt/v1", "started_at": "2026-01-01T00:00:00Z", "provider": "claude-code",
            "repository": "/r", "model": "m", "duration_ms": 3, "text": "x"}
     assert rec.parse(json.dumps(old).encode()).members() == old
+
+
+def _outcome(load, raw: bytes) -> object:
+    try:
+        return ("value", load(raw))
+    except (ValueError, UnicodeDecodeError) as exc:
+        return ("error", type(exc).__name__)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(
+    st.binary(max_size=40),
+    st.builds(lambda b: b"{" + b, st.binary(max_size=40)),
+    st.builds(lambda obj, tail: json.dumps(obj).encode() + tail,
+              st.dictionaries(st.text(max_size=5), st.one_of(st.none(), st.text(max_size=8), st.integers()),
+                              max_size=3),
+              st.sampled_from([b"", b"\n", b" \t\r\n", b"\xc2\xa0", b"x", b"{}", b"\x00"])),
+    st.builds(lambda obj: json.dumps(obj).encode("utf-16-le"), st.dictionaries(st.text(max_size=3), st.none(),
+                                                                             max_size=2)),
+))
+def test_the_records_json_reader_answers_what_json_loads_answers(raw: bytes) -> None:
+    """The fast reader (issue 12) takes the same bytes, gives the same object and fails where json.loads fails."""
+    assert _outcome(rec._loads, raw) == _outcome(json.loads, raw)
