@@ -52,9 +52,12 @@ class Result:
     body_bytes: int = 0
     pruned: int = 0
     bytes_left: int = 0
-    refused: int = 0
     victims: list[str] = field(default_factory=list)  # record names, oldest first
-    refused_files: Named = field(default_factory=Named)  # the count again, with the first names and why
+    refused_files: Named = field(default_factory=Named)  # how many records it refused, the first names and why
+
+    @property
+    def refused(self) -> int:
+        return self.refused_files.count
 
 
 @dataclass
@@ -100,8 +103,7 @@ def plan(scanned: Iterable[Entry] | Bodies, limits: Bounds, now: datetime) -> Re
     """Which bodies go: every one older than the age bound, then the oldest until the rest fit the cap."""
     found = scanned if isinstance(scanned, Bodies) else bodies_of(scanned)
     cutoff = (now - timedelta(days=limits.max_days)).strftime("%Y%m%d%H%M%S")
-    result = Result(records=found.records, body_bytes=found.body_bytes, refused=found.refused.count,
-                    refused_files=found.refused)
+    result = Result(records=found.records, body_bytes=found.body_bytes, refused_files=found.refused)
     found.bodies.sort()  # oldest first
     keep = result.body_bytes
     for stamp, name, size in found.bodies:

@@ -91,9 +91,12 @@ class Result:
     linked: int = 0
     already: int = 0
     unlinked: int = 0
-    refused: int = 0
     changed: int = 0  # records rewritten (or, in a dry run, that would be)
-    refused_files: Named = field(default_factory=Named)  # the count again, with the first names and why
+    refused_files: Named = field(default_factory=Named)  # how many records it refused, the first names and why
+
+    @property
+    def refused(self) -> int:
+        return self.refused_files.count
 
     def sentence(self, dry_run: bool) -> str:
         if dry_run:
@@ -145,7 +148,7 @@ class Pass:
 
     def merge(self, part: Pass) -> None:
         """A later part's findings after these, in order."""
-        for name in ("records", "linked", "already", "unlinked", "refused"):
+        for name in ("records", "linked", "already", "unlinked"):
             setattr(self.result, name, getattr(self.result, name) + getattr(part.result, name))
         self.result.refused_files.merge(part.result.refused_files)
         for ps, span in part.spans.items():
@@ -212,7 +215,6 @@ def _first_pass(scanned: Iterable[Entry], ev: Evidence, now: datetime, root: Pat
         result.records += 1
         r = entry.record
         if r is None:
-            result.refused += 1
             result.refused_files.add(entry.name, entry.problem)
             continue
         ps = r.session
