@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from majordomus.capabilities.catalogue import default_registry
@@ -228,6 +228,8 @@ _JSON_VALUES = st.recursive(
 
 @given(outcome=st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=5),
        request_id=st.one_of(st.integers(), st.text(max_size=40)))
+@example(outcome={"\x7f": None}, request_id=0)  # DEL: ASCII, yet escaped by an ASCII-only encoding (found by CI)
+@example(outcome={"k": ["a\x7fb", "\x1f"]}, request_id="\x7f")
 @settings(max_examples=300, deadline=None)
 def test_a_tool_result_encoded_once_is_the_bytes_of_encoding_it_whole(outcome: dict[str, Any], request_id: Any
                                                                       ) -> None:

@@ -103,14 +103,15 @@ def parse(raw: bytes) -> Any:
 def encode(body: dict[str, Any]) -> bytes:
     """One frame, ASCII-safe (a lone surrogate in an echoed id cannot break stdout).
 
-    A tool result whose text is its structuredContent's JSON (all ASCII) is encoded once: the text is spliced
-    in as the structuredContent, byte for byte what encoding the object would give."""
+    A tool result whose text is its structuredContent's JSON (all ASCII but DEL) is encoded once: the text is
+    spliced in as the structuredContent, byte for byte what encoding the object would give. DEL (0x7f) is ASCII,
+    yet an ASCII-only encoding escapes it (`\\u007f`) where the text keeps it raw: such a result is encoded whole."""
     result = body.get("result")
     if isinstance(result, dict) and "structuredContent" in result:
         content = result.get("content")
         text = content[0].get("text") if isinstance(content, list) and len(content) == 1 \
             and isinstance(content[0], dict) else None
-        if isinstance(text, projections.StructuredText) and text.isascii():
+        if isinstance(text, projections.StructuredText) and text.isascii() and "\x7f" not in text:
             shell = {**body, "result": {**result, "structuredContent": _SPLICE}}
             head, _, tail = json.dumps(shell, separators=(",", ":"), allow_nan=False).rpartition(_SPLICED)
             return f"{head}{text}{tail}".encode("ascii")
