@@ -26,7 +26,8 @@ COMMON = {"__future__", "majordomus", "majordomus.cli", "majordomus.commands", "
           "majordomus.errors", "majordomus.jsonlite", "_json", "majordomus.values", "majordomus.paths",
           "majordomus.clients", "majordomus.clients.payload", "majordomus.clients.providers", "majordomus.layout",
           "fcntl", "majordomus.episodes", "majordomus.episodes.store", "majordomus.identity", SHA,
-          "majordomus.simple_yaml", "majordomus.redact", "bisect", "_bisect"}
+          "majordomus.simple_yaml", "majordomus.redact", "bisect", "_bisect",
+          "majordomus.episodes.vanished"}  # every hook ends the episodes of vanished clients first
 SESSION = COMMON | {"majordomus.commands.session", "majordomus.episodes.hook", "majordomus.episodes.boundary",
                     "majordomus.ledger"}
 EXPECTED: dict[str, set[str]] = {

@@ -176,7 +176,9 @@ def check_episodes(layout: Layout) -> list[Finding]:
     from majordomus.episodes import store
     from majordomus.episodes.boundary import context_path
     from majordomus.episodes.recover import classify, is_here
+    from majordomus.episodes.vanished import end_vanished_quietly
 
+    ended = end_vanished_quietly(layout)  # by evidence, before anything is judged by time (SPEC 4.4)
     policy, _ = _policy(layout)
     values: dict[str, int] = policy.values if policy is not None else dict(DEFAULTS)
     stale_after = timedelta(hours=values["session.stale_after_hours"])
@@ -196,7 +198,7 @@ def check_episodes(layout: Layout) -> list[Finding]:
         verdict = classify(opened, now, stale_after=stale_after, grace=grace)
         by_verdict.setdefault(verdict, []).append(f"{opened.session_id} ({opened.provider})")
     stale, expired, orphaned = (by_verdict.get(v, []) for v in ("stale", "expired", "orphaned"))
-    found: list[Finding] = []
+    found: list[Finding] = [Finding("INFO", "sessions", rel_open, line) for line in ended]
     if unreadable:
         found.append(Finding("FAIL", "sessions", rel_open, f"{len(unreadable)} open-episode file(s) cannot be read "
                                                            f"(no session_id): {_named(unreadable)}; no end can close "
@@ -221,7 +223,7 @@ def check_episodes(layout: Layout) -> list[Finding]:
         found.append(Finding("WARN", "sessions", _rel(layout, layout.contexts_dir) + "/",
                              f"{len(no_context)} open episode(s) have no working context, so prompts cannot be "
                              f"linked to them after the close: {_named(no_context)}"))
-    if not found:
+    if len(found) == len(ended):
         found.append(Finding("OK", "sessions", rel_open, f"{len(mine)} open episode(s) here, none stale, each with its "
                                                          "working context"))
     return found

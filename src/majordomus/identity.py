@@ -534,3 +534,48 @@ def client_process(pid: int | None = None) -> str | None:
             return f"{here[1]}@{parent[2]}"
         current = here[1]
     return None
+
+
+def process_namespace() -> str | None:
+    """Where a pid means something: this boot (`/proc/sys/kernel/random/boot_id`) and this pid namespace
+    (`/proc/self/ns/pid`). A pid read in another container, on another machine sharing the repository, or
+    before a reboot names nothing here; None where /proc cannot say."""
+    try:
+        boot = _read_bytes("/proc/sys/kernel/random/boot_id").decode("ascii", "replace").strip()
+        space = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+    return f"{boot}/{space}" if boot and space else None
+
+
+def process_gone(evidence: str) -> str | None:
+    """Why the process named `<pid>@<start ticks>` is no longer running, as a sentence; None while it runs
+    (stopped with SIGSTOP counts as running), or when nothing can be said for sure (a malformed name, a
+    process of another user whose start cannot be read)."""
+    pid_text, _, ticks = evidence.partition("@")
+    if not pid_text.isdigit() or not ticks.isdigit() or int(pid_text) <= 1:
+        return None
+    pid = int(pid_text)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return f"the client process {pid} (started at tick {ticks}) is gone"
+    except PermissionError:
+        pass  # a live process of another user: its start below says whether it is still ours
+    except OSError:
+        return None
+    try:
+        text = _read_bytes(f"/proc/{pid}/stat").decode("utf-8", "replace")
+    except FileNotFoundError:
+        return f"the client process {pid} (started at tick {ticks}) is gone"
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2:].split()
+    if len(fields) < 20:
+        return None
+    if fields[19] != ticks:
+        return (f"the client process {pid} (started at tick {ticks}) is gone; pid {pid} now names another "
+                f"process, started at tick {fields[19]}")
+    if fields[0] in ("Z", "X"):
+        return f"the client process {pid} (started at tick {ticks}) has exited"
+    return None

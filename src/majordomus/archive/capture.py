@@ -157,6 +157,9 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
     provider_session = first_scalar(data, row.session_keys)
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
     moment = now_s()
+    from majordomus.episodes.vanished import end_vanished_quietly
+
+    end_vanished_quietly(layout, spare=provider_session)  # a hook reads the episodes: a vanished client's end first
     opened = store.read_open(layout, provider_session) if provider_session is not None else None
     raced = False
     if opened is None and provider_session is not None:  # only a prompt without its episode asks (Copilot's race)

@@ -118,16 +118,20 @@ class Drawn:
     started_at: str | None = None
 
 
-def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None, client: str | None = None) -> Drawn:
+def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None, client: str | None = None,
+                  client_namespace: str | None = None) -> Drawn:
     """Open the episode of a provider session, or keep the one open; `held_by` is the holding server's pid,
-    `client` the client process that ran the hook (how an attach from the same sitting finds this episode)."""
+    `client` the client process that ran the hook (how an attach from the same sitting finds this episode, and
+    how a later command sees that the client vanished), `client_namespace` where that pid means that process."""
     assert b.provider_session is not None
     key = session_key(b.provider_session)
     with file_lock(_lock(layout, key)):
         existing = store.read_open_file(layout.open_file(key))
         if existing is not None:
             if client is not None and existing.client != client:  # the same session, run by a new process
-                write_atomic(layout.open_file(key), replace(existing, client=client).to_bytes(), sync=False)
+                write_atomic(layout.open_file(key), replace(existing, client=client,
+                                                            client_namespace=client_namespace).to_bytes(),
+                             sync=False)
             _finish_start(layout, existing)
             return Drawn(f"session {existing.session_id} already open here since {existing.started_at}; kept",
                          session_id=existing.session_id, started_at=existing.started_at)
@@ -141,6 +145,7 @@ def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None, cl
             worktree=str(layout.root), worktree_id=worktree_id(layout.root), branch=tree.branch,
             start_head=tree.head, start_working_tree=tree.working_tree, last_activity_at=at, held_by=held_by,
             attachments=1 if held_by is not None else 0, client=client,
+            client_namespace=client_namespace if client is not None else None,
             extra=(("source", b.source),) if b.source else ())
         ensure_dir(layout.sessions_open)
         # first: an open episode never lacks its working context. Its name holds the id, and it is created only
@@ -222,20 +227,27 @@ def context_path(layout: Layout, session_id: str, started_at: str) -> Path:
 
 
 def close_episode(layout: Layout, provider_session: str, reason: str | None, outcome: str, *,
-                  turn_rule: bool = False, turn_wired: Callable[[], bool] | None = None) -> str:
+                  turn_rule: bool = False, turn_wired: Callable[[], bool] | None = None,
+                  evidence: str | None = None, client: str | None = None) -> str:
     """Write the record exactly once, then remove the open file: a kill in between leaves it closable.
 
     With `turn_rule` (a client's own end event), an `interrupted` outcome becomes `closed` when the episode's
     last turn completed: nothing was cut short. Recovery never passes it: an end that never came stays
     interrupted whatever the last turn. With `turn_wired` (asked only when needed: does the client run our
     end-of-turn hook?), a `closed` outcome becomes `interrupted` when the last turn is still running: Gemini
-    and Copilot send their deliberate reason on SIGTERM too, and a turn that never finished was cut short."""
+    and Copilot send their deliberate reason on SIGTERM too, and a turn that never finished was cut short.
+    With `client` (a vanished client's close), the episode is closed only while its open file still names that
+    client process: a start of the same session by a new process since then keeps it open. `evidence` says
+    what showed the end, in the record, the ledger line and the working context."""
     key = session_key(provider_session)
     with file_lock(_lock(layout, key)):
         path = layout.open_file(key)
         opened = store.read_open_file(path)
         if opened is None:
             return f"no open episode here for provider session {provider_session}; nothing to close"
+        if client is not None and opened.client != client:
+            return (f"episode {opened.session_id} is run by another client process now "
+                    f"({opened.client or 'none named'}); kept")
         sid = opened.session_id
         if not is_safe_id(sid):  # an edited open file: its id would be a path in the record's name
             sid = new_episode_id(now_utc())
@@ -273,7 +285,7 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
             start_working_tree=opened.start_working_tree, working_tree=working, changed_files=tuple(changed),
             commits=tuple(commits), compactions=opened.compactions, last_turn=last_turn,
             title=f"Session {sid} on {tree.branch}",
-            truncated=cut)
+            truncated=cut, end_evidence=evidence)
         text = record.to_text()
         name = (f"{compact_stamp(moment)}--{sid}--{name_key(tree.branch)}--{tree.head[:7]}--"
                 f"{os.urandom(8).hex()}.md")
@@ -282,9 +294,10 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
         # tracked and shared: readable like source; durable (bytes and name) before the open file goes
         create_exclusive(target, text.encode("utf-8"), 0o644, durable=True)
         rel = _rel(layout, target)
-        _append_close(layout, opened, moment, outcome, reason, tree.head, rel)
+        _append_close(layout, opened, moment, outcome, reason, tree.head, rel, evidence)
         ledger.append(layout, "session.closed", session=sid, head=tree.head, branch=tree.branch, at=moment,
-                      outcome=outcome, reason=reason, session_path=rel)
+                      outcome=outcome, reason=reason, session_path=rel,
+                      **({"evidence": evidence} if evidence else {}))
         path.unlink(missing_ok=True)  # only now: the record is safely on disk
         _release_pointer(layout, sid)
     sweep_stale_temps(layout.sessions_dir)  # a killed close's temp beside the records must never be committed
@@ -308,16 +321,19 @@ def _finish_close(layout: Layout, opened: store.OpenFile, written: Path) -> None
     head = record.head or "NONE"
     context = context_path(layout, sid, str(opened.started_at))
     if context.exists() and "\n## Close\n" not in context.read_text(encoding="utf-8", errors="replace"):
-        _append_close(layout, opened, moment, str(record.outcome), record.end_reason, head, rel)
+        _append_close(layout, opened, moment, str(record.outcome), record.end_reason, head, rel, record.end_evidence)
+    evidence = {"evidence": record.end_evidence} if record.end_evidence else {}
     ledger.append(layout, "session.closed", session=sid, head=head, branch=record.branch, at=moment,
-                  outcome=record.outcome, reason=record.end_reason, session_path=rel)
+                  outcome=record.outcome, reason=record.end_reason, session_path=rel, **evidence)
 
 
 def _append_close(layout: Layout, opened: store.OpenFile, moment: datetime | float, outcome: str, reason: str | None,
-                  head: str, rel: str) -> None:
+                  head: str, rel: str, evidence: str | None = None) -> None:
     path = context_path(layout, opened.session_id, str(opened.started_at))
-    close = ["", "## Close", *yaml_lines([("closed_at", rfc3339(moment)), ("outcome", outcome),
-                                                ("reason", reason), ("head", head), ("record", rel)])]
+    fields: list[tuple[str, Any]] = [("closed_at", rfc3339(moment)), ("outcome", outcome), ("reason", reason)]
+    if evidence:
+        fields.append(("evidence", evidence))
+    close = ["", "## Close", *yaml_lines([*fields, ("head", head), ("record", rel)])]
     try:
         append_line(path, "\n".join(close))
     except OSError as exc:

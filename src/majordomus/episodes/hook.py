@@ -18,8 +18,9 @@ from majordomus.episodes.boundary import (
     log_failure,
     start_episode,
 )
+from majordomus.episodes.vanished import end_vanished_quietly
 from majordomus.errors import MajordomusError, MissingError, UsageError
-from majordomus.identity import client_process, session_key
+from majordomus.identity import client_process, process_namespace, session_key
 from majordomus.layout import Layout
 from majordomus.redact import scrub
 from majordomus.values import value
@@ -98,6 +99,8 @@ def _draw(layout: Layout, prov: Provider, row: SessionRow, event: str, data: dic
         reason = f", reason {boundary.reason}" if boundary.reason else ""
         return SessionReport(0, f"capture session: would {event} the episode for {provider} "
                                 f"(provider session {boundary.provider_session}){reason}")
+    if held_by is None:  # a hook reads the episodes: a vanished client's ends first (the board's reaper does its own)
+        end_vanished_quietly(layout, spare=None if event == "start" else boundary.provider_session)
     try:
         if event == "start":
             from majordomus.episodes import starting  # only a start leaves the mark a racing prompt waits for
@@ -107,7 +110,8 @@ def _draw(layout: Layout, prov: Provider, row: SessionRow, event: str, data: dic
             try:
                 # a hook names the client process that ran it: an attach from that sitting finds this episode
                 client = client_process() if held_by is None else None
-                drawn = start_episode(layout, boundary, held_by=held_by, client=client)
+                drawn = start_episode(layout, boundary, held_by=held_by, client=client,
+                                      client_namespace=process_namespace() if client else None)
             finally:
                 starting.clear(started)
             if drawn.opened and prov.offers.get("episode") == "hooks":

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from majordomus.episodes import store
 from majordomus.episodes.boundary import close_episode, finish_start, update_open
-from majordomus.identity import is_live_majordomus, now_utc, parse_rfc3339, rfc3339, worktree_id
+from majordomus.episodes.vanished import REASON as VANISHED
+from majordomus.episodes.vanished import gone_client
+from majordomus.identity import is_live_majordomus, now_utc, parse_rfc3339, process_namespace, rfc3339, worktree_id
 from majordomus.layout import Layout
 from majordomus.policy import cached_values
 
@@ -55,10 +57,19 @@ def recover(root: Path, *, dry_run: bool = False, hooks: bool = True, connection
     grace = timedelta(seconds=policy["episodes.reattach_grace_seconds"])
     here = worktree_id(root)
     lines: list[str] = []
+    namespace = process_namespace()
     for episode in list(store.open_episodes(layout)):
         opened = episode.file
         ps = opened.provider_session
         if not is_here(opened, here) or ps is None or not (connections if opened.is_connection else hooks):
+            continue
+        why = gone_client(opened, namespace)
+        if why is not None:  # by evidence, before any bound of time
+            if dry_run:
+                lines.append(f"would close {opened.session_id} (interrupted, reason {VANISHED}): {why}")
+            else:
+                line = close_episode(layout, ps, VANISHED, "interrupted", evidence=why, client=opened.client)
+                lines.append(f"{line}: {why}" if line.startswith("episode closed") else line)
             continue
         verdict = classify(opened, now, stale_after=stale_after, grace=grace)
         if verdict in ("orphaned", "expired") and opened.is_connection and not dry_run:

@@ -74,6 +74,7 @@ class OpenFile:
     last_turn: str | None = None  # running from a captured prompt until the client's end-of-turn, then completed
     attachments: int = 0  # a connection episode's attachments across every server that held it
     client: str | None = None  # `<pid>@<start ticks>` of the client process that ran a hook start
+    client_namespace: str | None = None  # the boot and pid namespace in which `client` names that process
     bridge: int | None = None  # the pid of the bridge whose client holds a connection episode through a server
     extra: tuple[tuple[str, Any], ...] = ()  # members beside the fixed ones (`source`), kept in their order
 
@@ -102,6 +103,7 @@ class OpenFile:
                    last_turn=_turn(members.get("last_turn")),
                    attachments=_count(members.get("attachments")),
                    client=_text(members.get("client")),
+                   client_namespace=_text(members.get("client_namespace")),
                    bridge=_pid(members.get("bridge")),
                    extra=tuple((k, v) for k, v in members.items() if k not in OPEN_FIELDS))
 
@@ -199,12 +201,13 @@ class SessionRecord:
     last_turn: str = "none"  # completed | running | none: the client's last turn when the episode ended
     title: str | None = None
     truncated: tuple[str, ...] = ()  # the lists that were cut short; written only when one was
+    end_evidence: str | None = None  # what showed that the end came (a vanished client); written only when known
 
     def to_text(self) -> str:
         own = fields_of(self)
         pairs: list[tuple[str, Any]] = [("schema", SESSION_SCHEMA), ("kind", "session")]
         for name, item in own.items():
-            if name == "truncated" and not item:
+            if name in ("truncated", "end_evidence") and not item:
                 continue
             pairs.append((name, list(item) if isinstance(item, tuple) else item))
         return "\n".join(["---", *yaml_lines(pairs), "---", ""]) + "\n"
@@ -220,7 +223,7 @@ class SessionRecord:
                    changed_files=_texts(meta.get("changed_files")), commits=_texts(meta.get("commits")),
                    compactions=_count(meta.get("compactions")), last_turn=_turn(meta.get("last_turn")) or "none",
                    title=_text(meta.get("title")),
-                   truncated=_texts(meta.get("truncated")))
+                   truncated=_texts(meta.get("truncated")), end_evidence=_text(meta.get("end_evidence")))
 
 
 def closed_records(layout: Layout) -> Iterator[tuple[Path, SessionRecord]]:

@@ -101,7 +101,11 @@ def _open(item: store.OpenEpisode) -> Episode:
 def all_episodes(layout: Layout) -> list[Episode]:
     """Every episode, newest first, by its start. Starts are to the second: within one second this checkout's
     ledger (the order of its `session.started` lines) says which came first, and the id breaks what is left.
-    An episode whose record exists and whose open file a killed close left behind is shown once, as its record."""
+    An episode whose record exists and whose open file a killed close left behind is shown once, as its record.
+    A hook episode whose client process is gone is closed first (SPEC 4.4), so it is shown as what it is."""
+    from majordomus.episodes.vanished import end_vanished_quietly
+
+    end_vanished_quietly(layout)
     out: dict[str, Episode] = {}
     for path, record in store.closed_records(layout):
         out.setdefault(record.session_id, _closed(path, record))

@@ -140,6 +140,7 @@ class Runtime:
 
             for line in recover(self.layout.root, hooks=False):
                 log(line)
+            self._end_vanished()
         except Exception as exc:  # noqa: BLE001 - a failed reap must not stop the server
             log(f"the start-up reap failed ({type(exc).__name__}: {exc}); run majordomus capture recover")
         finally:
@@ -233,7 +234,15 @@ class Runtime:
         if self.recovered.is_set():
             for episode in self.board.reap():
                 log(f"episode of {episode['external_id']!r} detached past the grace: {episode['repository']}")
+            self._end_vanished()
         self.check_lifetime()
+
+    def _end_vanished(self) -> None:
+        """The board reads the episodes too: a hook episode whose client process is gone ends (SPEC 4.4)."""
+        from majordomus.episodes.vanished import end_vanished_quietly
+
+        for line in end_vanished_quietly(self.layout):
+            log(line)
 
     # -- words -----------------------------------------------------------------------------------
 
