@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import RunMajordomus
-from issues.test_11_history import World
+from history.test_episodes_show_search import World
 from support import unique_prefix
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import RunMajordomus, git
-from e2e.browser_pinned import CHROMIUM, ensure_installed
+from history.browser_pinned import CHROMIUM, ensure_installed
 from real_clients.pinned import RegistryUnreachable
 
 pytestmark = pytest.mark.slow

@@ -21,7 +21,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conftest import RunMajordomus
-from issues.test_11_history import World
+from history.test_episodes_show_search import World
 from majordomus.capabilities.text import WHITESPACE
 from mcp_support import (
     INITIALIZED,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-GOLDEN = Path(__file__).with_name("golden_12_hook.json")
+GOLDEN = Path(__file__).with_name("golden_writes.json")
 CLOCK = 1796284800  # 2026-12-03T08:00:00Z
 
 # The real console entry, with a fixed clock and fixed randomness: `time.time` for the lean path, the

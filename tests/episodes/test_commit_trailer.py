@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import RunMajordomus, git
-from issues.test_11_history import World
+from history.test_episodes_show_search import World
 
 HOOK = Path(".git/hooks/prepare-commit-msg")
 
