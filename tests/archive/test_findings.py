@@ -1,4 +1,4 @@
-"""Issue 12 item 4, the last step: doctor and render stat less and hash faster, and still see everything.
+"""Doctor and `capture render` stat less and hash faster over the archive, and still see everything.
 
 Doctor now takes a record's mode from the fd its read opens (no stat by name of its own), a rendering's existence
 and fingerprint from one table of the listing, and hashes with OpenSSL's SHA-256; `capture render` takes the

@@ -1,4 +1,4 @@
-"""Issue 9, item 7: a `prune` killed at any moment never leaves a taken body in a rendering, and doctor sees
+"""A `prune` killed at any moment never leaves a taken body in a rendering, and doctor sees
 a rendering that disagrees with its record (which `capture render` repairs).
 
 Prune rewrote the record, then the renderings: a kill between the two (33 of 53 trials) left the full body in

@@ -1,4 +1,4 @@
-"""Issue 10 (1): no credential in any record, file name, log or output stream, wherever it came from.
+"""No credential in any record, file name, log or output stream, wherever it came from.
 
 A hostile repository and hostile payloads, through the installed executable: a credential in the branch name,
 in an untracked file's name, in the remote URL (user-info, path and query), in the session id, the prompt id

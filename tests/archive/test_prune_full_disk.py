@@ -1,4 +1,4 @@
-"""Issue 9, item 9: `capture prune` on a full disk exits 13 with a sentence (it gave a traceback and exit 1), and
+"""`capture prune` on a full disk exits 13 with a sentence (it gave a traceback and exit 1), and
 what it did not prune is still whole.
 
 The disk is a 2 MiB tmpfs mounted in a private mount namespace (`unshare --mount --map-root-user`), so the test

@@ -1,4 +1,4 @@
-"""Issue 9 item 8 (SPEC 5.4): a prompt captured `orphan` in the very second its session's episode closed stays
+"""SPEC §5.4: a prompt captured `orphan` in the very second its session's episode closed stays
 `orphan` through reconcile: the window that only touches its second does not contradict what capture saw.
 
 1. A real Claude Code episode opens and closes (the real hooks); 2. in the same second a prompt of that session

@@ -1,4 +1,5 @@
-"""Issue 12 item 4: the archive's commands do less per record, and lose nothing for it.
+"""The archive's commands do less per record (no rendering written again that already agrees, no fsync of a
+rendering, a rendering overwritten in place), and lose nothing for it.
 
 - `capture render --force` writes no rendering whose bytes already agree (two replacing renames a record were
   most of its 179 s at 100k); `capture render` re-stamps an agreeing rendering that lacks the fingerprint.
@@ -117,7 +118,7 @@ def test_doctor_names_a_rendering_a_kill_left_padded_mid_overwrite(initialised_r
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 def test_a_prune_overwrites_each_small_rendering_without_freeing_its_block(initialised_repo: Path) -> None:
     """A rendering within one page is overwritten, then cut to its new length: never truncated to nothing first,
-    which freed its block (a discard each on this disk: 120 µs against 13, issue 12). Same inode, exact bytes."""
+    which freed its block (a discard each on this disk: 120 µs against 13). Same inode, exact bytes."""
     for n in range(3):
         capture(initialised_repo, f"BODY-{n} to prune " + "words " * 60)
     before = renderings(initialised_repo)

@@ -1,4 +1,4 @@
-"""Issue 10 item 5: a record written before today's redaction keeps its credential until `capture scrub` redacts
+"""A record written before today's redaction keeps its credential until `capture scrub` redacts
 it in place. Doctor names the tracked record and the repair; scrub keeps every other byte, renames a file whose
 name holds the credential, rewrites a prompt record member by member (with its renderings), and never touches git
 history, saying so."""

@@ -1,4 +1,4 @@
-"""Issue 12 item 4: reconcile, prune, render and doctor stream the archive: their peak memory does not grow with
+"""Reconcile, prune, render and doctor stream the archive: their peak memory does not grow with
 the number of records (a list of every parsed record cost ~4.5 KiB a record: 450 MiB at 100k).
 
 Measured on the real executables (peak RSS of the child from wait4) at 1k and 12k records; the growth between

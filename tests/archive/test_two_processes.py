@@ -1,4 +1,4 @@
-"""Issue 12 item 4: over a large archive doctor, reconcile, render and prune's reading work in two processes at once
+"""Over a large archive doctor, reconcile, render and prune's reading work in two processes at once
 (`scan.halves`, from 8192 records on a machine with a second core), and answer exactly what one process answers.
 
 Through the real executables: the same archive, with faults in both halves, run as it runs and pinned to one core

@@ -1,4 +1,4 @@
-"""Issue 11 (6): the recorded history as capabilities of the registry — `majordomus_history_episodes`, `_show`,
+"""The recorded history as capabilities of the registry — `majordomus_history_episodes`, `_show`,
 `_commit`, `_search` over MCP (a real `majordomus-mcp` on stdio, and the official SDK) and as REST routes of a
 real shared server on loopback — answering what `majordomus episodes|show|search --json` print, for a history
 drawn by the real hook commands; behind the owner's token, with prompt texts withheld unless asked."""
@@ -48,8 +48,8 @@ def _world(initialised_repo: Path, run_majordomus: RunMajordomus) -> World:
 
 @pytest.fixture(name="history")
 def _history(world: World) -> dict[str, str]:
-    """As in test_11_history: an interrupted Claude episode (two prompts, one redacted, a commit), an
-    interrupted Codex one (a prompt, a commit), and an open Claude one."""
+    """As in history/test_episodes_show_search.py: an interrupted Claude episode (two prompts, one redacted, a
+    commit), an interrupted Codex one (a prompt, a commit), and an open Claude one."""
     ids = {"claude": world.start("claude-1")}
     world.prompt("claude-1", "rotate the api_key = 'Zx81kd02kdkLLqw0ss9' and fix the tokenizer")
     ids["commit"] = world.commit("parser.py", "teach the parser unicode")

@@ -1,4 +1,6 @@
-"""Issue 11 (5): `capture install --git` and the Majordomus-Episode trailer, with real `git commit` in tmp repos."""
+"""`capture install --git` and the Majordomus-Episode trailer: a commit made while exactly one episode runs names
+it, and `show` reads the trailer back; a person's own hook still runs, and our part never blocks a commit. With
+real `git commit` in tmp repos."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 9, item 9: an open-episode file edited by hand (or torn by a foreign tool) never blocks the close, and
+"""An open-episode file edited by hand (or torn by a foreign tool) never blocks the close, and
 nothing it says can make the close write outside the repository."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Issue 9 (the soak): two episodes opened in one second drew the same id (`s-<second>-<four hex>`, 1 in 65,536 a
-pair), and the second's end found the first's record, said "this close adds none" and wrote nothing: its sitting
-had no record, and the other's record stood for both. An id is now taken only where no working context holds it.
+"""An episode never takes an id another episode holds. Found by the soak (bench/soak.py): two episodes opened in
+one second drew the same id (`s-<second>-<four hex>`, 1 in 65,536 a pair), and the second's end found the first's
+record, said "this close adds none" and wrote nothing: its sitting had no record, and the other's record stood for
+both. An id is now taken only where no working context holds it.
 
 Through the real hooks: half of the ids of a coming second are taken beforehand (working contexts under their
 names); starts in that second must draw only free ones, and each sitting ends with its own record. Before the fix

@@ -1,4 +1,4 @@
-"""Issue 9, item 6: a close whose `git status` outlives its bound leaves no `.git/index.lock`, and says so.
+"""A close whose `git status` outlives its bound leaves no `.git/index.lock`, and says so.
 
 `git status` takes the index lock while it walks the tree; SIGKILLed at the deadline it left the lock, and
 the person's next `git commit` failed. The record said `changed_files: []` with no mark.

@@ -1,4 +1,4 @@
-"""Issue 9, item 1 (found by the soak at load 7): a start SIGKILLed after its open file and before its ledger line.
+"""A start SIGKILLed after its open file and before its ledger line (found by the soak at load 7).
 
 A lease holder killed in the middle of an attach left an open episode with no `session.started` line, and the
 client's replayed attach kept it as it was: the record then said the sitting had no episode. Each test holds the

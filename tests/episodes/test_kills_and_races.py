@@ -1,4 +1,4 @@
-"""Issue 9, items 5 and 9: kills between a record and its ledger line, racing inits, temp files of killed
+"""Kills between a record and its ledger line, racing inits, temp files of killed
 writes in the tracked folder, and an open file edited to point outside the repository."""
 
 from __future__ import annotations

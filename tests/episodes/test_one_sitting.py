@@ -1,4 +1,4 @@
-"""Issue 8 item 7 (SPEC §4.3): one sitting, one episode, by evidence and never by time.
+"""SPEC §4.3: one sitting, one episode, by evidence and never by time.
 
 A client with hooks that also runs the MCP server (its model following the server's instructions) must not get
 a second, unlinked `generic` episode. The client here is a real process of its own, as Claude Code is: it runs

@@ -1,4 +1,4 @@
-"""Issue 8 item 3: Copilot runs SessionStart and UserPromptSubmit at the same moment; with a slow start the prompt
+"""Copilot runs SessionStart and UserPromptSubmit at the same moment; with a slow start the prompt
 was archived `orphan`. SPEC §5.4: a prompt whose SessionStart hook was still running when it arrived belongs to
 that episode. The start is slowed deterministically: a `git` on PATH that sleeps before `status` (the start reads
 the working tree's state), so the prompt hook runs while the start holds its mark."""

@@ -1,4 +1,4 @@
-"""Issue 9, item 2: the session locks are 256 stripe files, not one file per session ever.
+"""The session locks are 256 stripe files, not one file per session ever.
 
 A lock file per session was never removed: the locks directory grew by one file for every session the repository
 ever saw, and every new episode paid a file create for it (on this machine's ext4, which scans past every inode

@@ -1,4 +1,4 @@
-"""Issue 9, item 6: a close whose git is slower than its bound leaves no lock, and its record says what it lacks.
+"""A close whose git is slower than its bound leaves no lock, and its record says what it lacks.
 
 A `git` on PATH that sleeps before `status` and `rev-list` stands for a repository with 650k untracked files: the
 close must stop it without leaving `.git/index.lock`, every git it runs must be in git's no-lock mode (the flag and

@@ -1,6 +1,7 @@
-"""Issue 9: the soak's short version. bench/soak.py runs hook clients and MCP clients in one repository while
-the lease holder is killed at random, then checks every sitting against its history (one episode, the implied
-outcome, nothing half-open, the ledger parses, no lock held, no temp file) and exits 1 on any wrong answer."""
+"""The soak's short version: every sitting keeps a true record while lease holders are killed. bench/soak.py runs
+hook clients and MCP clients in one repository while the lease holder is killed at random, then checks every
+sitting against its history (one episode, the implied outcome, nothing half-open, the ledger parses, no lock held,
+no temp file) and exits 1 on any wrong answer."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 8 (2, 5): a finished turn tells a completed headless run from a killed one; Gemini's PreCompress is
+"""A finished turn tells a completed headless run from a killed one; Gemini's PreCompress is
 no compaction. Through the installed executable, walking every provider whose row declares a turn event."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 11 (7): each command page shows real output of the current code. The page's marked samples are run
+"""Each command page shows real output of the current code. The page's marked samples are run
 again on a fresh history drawn by the real hook commands (tests/doc_samples.py); a sample that differs from
 what the installed `majordomus` prints now — ids, times, hashes and durations aside — fails, and
 `.venv/bin/python tests/doc_samples.py --write` regenerates them."""

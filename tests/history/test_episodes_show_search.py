@@ -1,4 +1,4 @@
-"""Issue 11 (items 1-3): `episodes`, `show` and `search` read the record back — through the installed
+"""`episodes`, `show` and `search` read the record back — through the installed
 `majordomus` in real repositories whose episodes and prompts were drawn by the real hook commands."""
 
 from __future__ import annotations

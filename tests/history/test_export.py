@@ -1,4 +1,5 @@
-"""Issue 11 (4): `majordomus export` through the installed executable, over histories drawn by the real hooks."""
+"""`majordomus export` (Markdown, JSON, a self-contained HTML page) through the installed executable, over
+histories drawn by the real hooks."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ def _world(initialised_repo: Path, run_majordomus: RunMajordomus) -> World:
 
 @pytest.fixture(name="history")
 def _history(world: World) -> dict[str, str]:
-    """As in test_11_history: an interrupted Claude episode (two prompts, a commit), an interrupted Codex one,
-    and an open one."""
+    """As in test_episodes_show_search.py: an interrupted Claude episode (two prompts, a commit), an interrupted
+    Codex one, and an open one."""
     ids = {"claude": world.start("claude-1")}
     world.prompt("claude-1", "rotate the api_key = 'Zx81kd02kdkLLqw0ss9' and fix the tokenizer")
     ids["commit"] = world.commit("parser.py", "teach the parser unicode")

@@ -1,7 +1,7 @@
-"""Issue 11 (4): the exported HTML page in a real browser — headless /usr/bin/chromium driven by playwright-core
-(pinned, from npm, cached under the virtualenv). The history is drawn by real hook runs of the installed
-`majordomus` in a tmp git repository. Slow (`make test-slow`); it skips only when the npm registry cannot be
-reached or chromium is missing."""
+"""The page `majordomus export --format html` writes, in a real browser: headless /usr/bin/chromium driven by
+playwright-core (pinned, from npm, cached under the virtualenv). The history is drawn by real hook runs of the
+installed `majordomus` in a tmp git repository. Slow (`make test-slow`); it skips only when the npm registry cannot
+be reached or chromium is missing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 12 item 2: each hook makes durable what cannot be rebuilt (the bytes and the name of its record) and
+"""Each hook makes durable what cannot be rebuilt (the bytes and the name of its record) and
 spends no fsync on what can (renderings, the open file's refresh). Counted with strace on the real executable."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Issue 12: the lean hook path writes byte for byte what the hook wrote before it (records, renderings, open
+"""The lean hook path writes byte for byte what the hook wrote before it (records, renderings, open
 files, working contexts, closed records, the ledger, the logs, the report lines).
 
-`golden_12_hook.json` was produced by the code of main at dd17aba (before the hook path lost pathlib, re,
+`golden_writes.json` was produced by the code of main at dd17aba (before the hook path lost pathlib, re,
 json and datetime) by this same scenario, with `--regenerate`-style use of `scenario()`; each step runs the real
 `majordomus` console entry in its own interpreter, with the clock and `os.urandom` fixed by a small preamble, in
 a real git repository whose commit is fixed too. Paths and the worktree id (which name the temp directory) are

@@ -1,4 +1,4 @@
-"""Issue 9, item 2: a boundary asks the disk less (85 system calls for a server's attach, now 65) and still
+"""A boundary asks the disk less (85 system calls for a server's attach, now 65) and still
 refuses and repairs what it did.
 
 - `ensure_dir` of a directory that is there, not a link and 0700 is one lstat (it was lstat, mkdir, lstat, stat);

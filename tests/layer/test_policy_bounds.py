@@ -1,4 +1,4 @@
-"""Issue 9, item 9: huge policy numbers and huge policy files give one sentence, never a traceback, and never
+"""Huge policy numbers and huge policy files give one sentence, never a traceback, and never
 stop a hook: the defaults hold until the person fixes the file, and doctor names what to fix."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 9, item 4: `history --rotate` while hooks append loses no ledger line.
+"""`history --rotate` while hooks append loses no ledger line.
 
 Rotation rewrote the ledger under a lock the hooks' appends never took: 6 of 150 lines appended meanwhile
 vanished.

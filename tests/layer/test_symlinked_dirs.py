@@ -1,4 +1,4 @@
-"""Issue 9, item 9: a symlinked `.ai`, `.ai/local`, `.ai/local/state`, `.ai/repo` or locks directory is refused,
+"""A symlinked `.ai`, `.ai/local`, `.ai/local/state`, `.ai/repo` or locks directory is refused,
 never followed: the hooks and the commands say which link to replace and write nothing where it points."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 9, items 1 and 5: temp files are named per writer (pid, thread, random), and the temp of a killed write in
+"""Temp files are named per writer (pid, thread, random), and the temp of a killed write in
 the tracked `.ai/repo/` is removed by the next run that writes there, never committed, never a live writer's."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 9, items 1–2: many HTTP peers attaching at once to one shared server open whole episodes.
+"""Many HTTP peers attaching at once to one shared server open whole episodes.
 
 Threads of one server used to race on one temp file name (the pid only) for `session-current.yaml`: a
 quarter of the episodes came out half-open — an open file without its working context or ledger line —

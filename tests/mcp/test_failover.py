@@ -1,4 +1,4 @@
-"""Issue 9 item 3: when the lease holder is killed (`kill -9`) while clients are bridged to it, a bridged client
+"""When the lease holder is killed (`kill -9`) while clients are bridged to it, a bridged client
 notices nothing.
 
 1. A holder serves; two clients bridge to it and attach their episodes; 2. the holder is killed -9; 3. one

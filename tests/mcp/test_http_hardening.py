@@ -1,4 +1,4 @@
-"""Issue 9, item 11: hostile HTTP against a real `majordomus-mcp` on loopback.
+"""Hostile HTTP against a real `majordomus-mcp` on loopback.
 
 A 100k-deep JSON body gave a 500 with a text body; REST read and parsed 100 MB bodies (RSS +100 MB that
 stayed); `/mcp` applied its 4 MiB only after reading the whole body; a chunked body with no end and 200

@@ -1,4 +1,4 @@
-"""Issue 9, item 10: only the repository's owner gets into its shared server.
+"""Only the repository's owner gets into its shared server.
 
 Loopback is reachable by every local user: `nobody` could list, attach and detach another user's episodes,
 and a detach writes a tracked record saying `closed`. SPEC §8: every request but `/api/v1/live` carries the

@@ -1,4 +1,4 @@
-"""Issue 8 (4): a client may SIGKILL its MCP server 3 ms after SIGTERM (Copilot CLI does). On SIGTERM the server
+"""A client may SIGKILL its MCP server 3 ms after SIGTERM (Copilot CLI does). On SIGTERM the server
 makes the detach (`detached_at`, no `held_by`) and the lease's removal durable before anything that can wait.
 
 The test sends SIGTERM, watches the files, and SIGKILLs the server the moment both are on disk: whatever the
