@@ -44,7 +44,7 @@ WRITE_BYTECODE := PYTHONDONTWRITEBYTECODE=
 test: $(VENV)/.dev
 	$(BIN)/python -m compileall -q src/majordomus
 	$(WRITE_BYTECODE) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not slow"
-	@# the hook ratio, CI-sized: a printed report, never an assertion on wall-clock (issue 12)
+	@# the hook ratio, CI-sized: a printed report, never an assertion on wall-clock
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/hook_latency.py --rounds 8
 
 test-slow: $(VENV)/.dev

@@ -8,7 +8,7 @@ status does not rehash every file (the hook runs git with GIT_OPTIONAL_LOCKS=0 a
 Each round copies nothing: it changes one tracked file, runs a real `capture session --event start`, then
 times a real `--event end`, and restores the file. Alternated in the same rounds, the baselines: a bare
 `git status --porcelain` on the big repository (what git alone costs) and the same end on a small repository.
-Targets (issue 12, item 3): end median <= 300 ms, p99 <= 800 ms, no `.git/index.lock` left, a record that lacks
+Targets: end median <= 300 ms, p99 <= 800 ms, no `.git/index.lock` left, a record that lacks
 a field or cuts a list without marking it counted as an error.
 """
 

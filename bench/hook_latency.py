@@ -5,9 +5,9 @@ Each round runs the bare interpreter and every hook command once, alternated, in
 so the ratio is measured against a baseline from the same run on the same machine. With --build (repeatable),
 each named `majordomus` executable (for example a regular install of an older commit in its own venv) gets its
 own repository and its commands are alternated with the others' in every round, so builds compare fairly.
-Targets (issue 12): `capture prompt` ≤ 2.0× the bare interpreter, `capture session start|end|compact|turn`
+Targets: `capture prompt` ≤ 2.0× the bare interpreter, `capture session start|end|compact|turn`
 ≤ 2.2× (on this small repository), on 3.11, 3.12 and 3.13; printed beside each ratio. `--rounds 8` is the
-CI-sized report `make test` prints (tests/test_hook_latency_report.py); a report, never an assertion.
+CI-sized report `make test` prints after the suite; a report, never an assertion.
 """
 
 from __future__ import annotations

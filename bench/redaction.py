@@ -2,7 +2,7 @@
 
 Run: python bench/redaction.py. Prints figures only. Baselines measured in the same run: every rule's
 pattern scanning the whole text (`use_hints=False`, what the hook did before hints, anchors and locators),
-and, for adversarial input, the prose. Targets (issue 10): 0 credentials missed and 0 hard negatives changed;
+and, for adversarial input, the prose. Targets: 0 credentials missed and 0 hard negatives changed;
 >= 50 MB/s on prose, >= 30 MB/s on code; the worst adversarial input <= 5x prose per MB.
 """
 

@@ -4,8 +4,8 @@
 
 Figures: spawn to the first `initialize` answer (stdio); `tools/call` round trips per second over stdio
 and over HTTP; 100 concurrent HTTP peers attaching and heartbeating (p50/p99 latency, errors, half-open);
-resident memory with 1,000 episodes on the board. Targets (issue 4): first answer <= 0.3x the SDK's, throughput
->= 2x the SDK's. Targets (issue 9, items 1-2): under 100 peers 0 errors, half-open counted as errors, and attach
+resident memory with 1,000 episodes on the board. Targets: first answer <= 0.3x the SDK's, throughput
+>= 2x the SDK's; under 100 peers 0 errors, half-open counted as errors, and attach
 p99 <= 300 ms, beside the floor measured in the same run: the same server and load with capture stubbed (no disk).
 
 An error is a failed request, an `isError` answer, or an attach whose answer is not an opening (a failure sentence

@@ -5,8 +5,8 @@
 A `git` on PATH that sleeps 5 s before `status` and `rev-list` stands for a repository whose status is slow
 (650k untracked files). Each round starts an episode, makes a commit and a change, and times the `end`: once with
 the real git (the baseline), once with the sleeping one. Figures: median and max wall time of an end, each way,
-and the extra the slow git costs (slow − baseline), which is what git may eat of the hook. Targets (issue 9,
-item 6): the extra <= 0.8 s and a whole end <= 1 s (Codex's hook budget); no `.git/index.lock` left; every
+and the extra the slow git costs (slow − baseline), which is what git may eat of the hook. Targets:
+the extra <= 0.8 s and a whole end <= 1 s (Codex's hook budget); no `.git/index.lock` left; every
 slow record marks its lists as truncated (a record that does not is counted as an error).
 """
 

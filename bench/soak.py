@@ -1,4 +1,4 @@
-"""Soak: hook clients and MCP clients in one repository while the lease holder is killed at random (issue 9).
+"""Soak: hook clients and MCP clients in one repository while the lease holder is killed at random.
 
     .venv/bin/python bench/soak.py [--seconds 60] [--hook-clients 3] [--mcp-clients 4] [--seed N]
 

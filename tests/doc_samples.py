@@ -4,7 +4,7 @@ export-command.md): one fixed history drawn by the real hook commands, the docum
     .venv/bin/python tests/doc_samples.py --write     # regenerate every block marked <!-- sample: NAME -->
 
 A page marks each generated block with `<!-- sample: NAME -->` on the line before its fence; the block is
-replaced whole. tests/issues/test_11_doc_samples.py runs the same history again and fails when a page's sample
+replaced whole. tests/history/test_doc_samples.py runs the same history again and fails when a page's sample
 differs from what the code prints now, once ids, times, hashes and durations (which differ on every run) are
 masked.
 """

@@ -1,6 +1,6 @@
 """Histories for reconcile: evidence and prompt records written as the real writers lay them out, and a
-hypothesis strategy drawing whole multi-session histories (shared by the reconcile tests and issue 12's
-two-part test)."""
+hypothesis strategy drawing whole multi-session histories (shared by the reconcile tests and the two-part test
+of archive/test_two_processes.py)."""
 
 from __future__ import annotations
 

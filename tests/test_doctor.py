@@ -185,7 +185,7 @@ def test_an_open_episode_without_its_working_context_is_reported(initialised_rep
 
 def test_a_lease_naming_a_dead_pid_is_reported_as_information_not_a_warning(initialised_repo: Path,
                                                                             run_majordomus) -> None:
-    """Issue 8 (4): a client that SIGKILLs its server 3 ms after SIGTERM leaves a lease in an ordinary exit;
+    """A client that SIGKILLs its server 3 ms after SIGTERM (Copilot CLI does) leaves a lease in an ordinary exit;
     the next start takes it over, so there is nothing for the person to do."""
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()

@@ -3,7 +3,7 @@
 Each hook command runs as the real console script (`majordomus`, as a person's client runs it) under
 `-X importtime` in a real repository; what it imports beyond a bare `python -c pass` of the same interpreter
 is held equal to the list below, per command and per Python. A module added to the hook path fails this test:
-make it lazy, or add it here on purpose (issue 12 says what each one costs).
+make it lazy, or add it here on purpose (docs/decisions.md, "Start-up of the hook path", says what each one costs).
 """
 
 from __future__ import annotations

@@ -386,7 +386,7 @@ SHORTEST_CREDENTIAL = 14
 def scrub(value: str | None, limit: int | None = None) -> str | None:
     """A field that comes from outside (a payload's ids, reason, paths; git's branch and file names; a remote
     URL), made safe to write: redacted like prompt text, then cut to `limit` characters if given. Every such field
-    passes through here before it reaches a record, a file name, a log, stdout or stderr (issue 10)."""
+    passes through here before it reaches a record, a file name, a log, stdout or stderr."""
     if value is None:
         return None
     if len(value) >= SHORTEST_CREDENTIAL or "://" in value:

@@ -122,7 +122,7 @@ def test_the_cli_prunes_and_appends_one_ledger_line(initialised_repo: Path, run_
 
 
 def test_prune_and_reconcile_name_the_records_they_refuse(initialised_repo: Path, run_majordomus) -> None:
-    """Issue 9 item 9: not only a count: the first files refused, and why, through the real commands."""
+    """Not only a count: the first files refused, and why, through the real commands."""
     layout = Layout(initialised_repo)
     policy(layout, days=1, cap=10**9)
     write(layout, 5, "old", 1)

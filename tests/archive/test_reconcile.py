@@ -161,7 +161,7 @@ def test_reconcile_never_links_a_prompt_to_an_episode_that_did_not_contain_it(hi
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories(spread=2))
 def test_in_a_crowded_second_no_prompt_is_linked_by_a_window_that_only_touches_it(history: dict) -> None:
-    """Issue 9 item 8: many opens, closes and prompts in the same few seconds."""
+    """Many opens, closes and prompts in the same few seconds."""
     check_history(history)
 
 def check_history(history: dict) -> None:

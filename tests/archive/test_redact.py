@@ -389,8 +389,8 @@ def test_the_corpus_has_full_recall_and_no_false_positive() -> None:
 
 
 def test_the_scanners_corpus_loses_no_credential_and_changes_no_hard_negative() -> None:
-    """Issue 10: the published test cases of gitleaks, detect-secrets and trufflehog and users' reports (each
-    line cites its source), with the four shapes that leaked. bench/redaction.py prints the same figures."""
+    """The published test cases of gitleaks, detect-secrets and trufflehog and users' reports (each line cites
+    its source), with the four shapes users reported leaking. bench/redaction.py prints the same figures."""
     rows = read_corpus(SCANNERS_CORPUS)
     positives = [expect for expect, _ in rows if expect != "none"]
     assert len(positives) >= 50 and len(rows) - len(positives) >= 50
@@ -559,7 +559,7 @@ def test_the_hints_never_change_the_result(text: str) -> None:
     assert redact(padded) == redact(padded, use_hints=False)
 
 
-# -- fields from outside (issue 10) ------------------------------------------------------------------
+# -- fields from outside (branch, file names, remote URL, payload ids and reasons) -----------------
 
 
 @settings(max_examples=300, deadline=None)

@@ -97,7 +97,7 @@ def test_render_repairs_modes_over_the_whole_directory_and_writes_missing_render
     assert first.with_suffix(".md").is_file() and first.with_suffix(".yaml").is_file()
     assert not stale.exists()
     forced = run_majordomus("capture", "render", "--force", cwd=initialised_repo)
-    # issue 12: --force compares every rendering and writes only what differs; these six already agree
+    # --force compares every rendering and writes only what differs; these six already agree
     assert forced.returncode == 0 and forced.stdout.decode().startswith("0 rendering(s) written")
 
 

@@ -1,4 +1,4 @@
-"""Issue 9, item 11: a tool's inputSchema and its handler agree on every `external_id` and `intent`.
+"""A tool's inputSchema and its handler agree on every `external_id` and `intent`.
 
 The schemas allowed a blank `external_id`/`intent` that the server then refused; now `minLength: 1` and a
 `pattern` say exactly what the handler accepts, which a property test checks character by character.

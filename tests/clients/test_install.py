@@ -325,7 +325,7 @@ def test_every_client_with_a_consent_step_says_it() -> None:
 @pytest.mark.parametrize("name", APPROVING)
 def test_install_says_what_the_person_must_approve_in_the_client_on_every_run(initialised_repo: Path,
                                                                                name: str) -> None:
-    """Issue 8 (9): the client's consent is not a file majordomus can write, so install says it, each time."""
+    """The client's consent is not a file majordomus can write, so install says it, each time."""
     provider = DECLARED[name]
     assert provider.install is not None
     for _ in range(2):  # the first run writes, the second has nothing to change: both say it

@@ -16,7 +16,7 @@ from support import records as session_records
 
 PROMPTS = Path(".ai/local/prompts")
 
-# what reconcile and prune say of the one record they refuse: how many, which, and why (issue 9 item 9)
+# what reconcile and prune say of the one record they refuse: how many, which, and why
 REFUSED_ODD = (", 1 refused (this writer cannot account for every member): 20251102000000-legacy-odd.json "
                "(the first has member(s) this writer does not know: tokens)")
 
@@ -213,7 +213,7 @@ def test_a_multi_episode_history_is_linked_on_evidence_pruned_rendered_and_repor
                and line.endswith("[reproduce: majordomus capture render]") for line in lines), lines
     assert any("1 record(s) lack a rendering" in line for line in lines), lines
     code, out = c.cli("capture", "render")
-    # the lost .yaml is written; its .md already agrees, so it is not written again (issue 12)
+    # the lost .yaml is written; its .md already agrees, so it is not written again
     assert code == 0 and out.startswith("1 rendering(s) written into .ai/local/prompts; 1 file mode(s) set to 600")
     final = doctor_lines(c)
     assert ("OK   prompts     .ai/local/prompts — the archive and every record in it are readable by their owner "

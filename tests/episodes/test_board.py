@@ -203,7 +203,7 @@ def test_a_stateless_attach_is_held_by_its_handle_until_the_ttl(services: Servic
     assert isinstance(closed, dict) and services.peers.find_handle("s") is None
 
 
-# -- the listing and its kept JSON (issue 9, item 2: a heartbeat of 100 peers lists 100 episodes) ----------------
+# -- the listing and its kept JSON (a heartbeat of 100 peers lists 100 episodes) -------------------
 
 IDS = st.text(alphabet=st.sampled_from('ab"\\é\u2028\U0001f600 -'), min_size=1, max_size=6)
 STEPS = st.lists(st.one_of(

@@ -225,7 +225,7 @@ class Copilot(Driver):
     paces = True
 
     def paced(self, hook_file: bytes) -> bytes:
-        """Copilot starts SessionStart and UserPromptSubmit at the same moment (issue 8 item 3), so a sitting
+        """Copilot starts SessionStart and UserPromptSubmit at the same moment, so a sitting
         that is not about that race would link its prompt or not by luck. Its prompt hook waits for the start
         hook's open file, the order the other three clients keep by themselves; test_copilot_race.py holds the
         race, and the wiring install wrote is put back after every run, before anything reads status."""

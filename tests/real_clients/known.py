@@ -1,4 +1,4 @@
-"""The product's known gaps that these tests expose, each with the item of issue 8 it belongs to.
+"""The product's known gaps that these tests expose, each with what is still wrong and why.
 
 A test that asserts SPEC's truth and fails today because of one of them is marked with `known(...)`:
 xfail, strict, and only for an AssertionError, so it turns into a failure the day the product is fixed and
@@ -13,9 +13,9 @@ import pytest
 
 from real_clients.drivers import CLIENTS
 
-COPILOT_SIGKILL = ("issue 8 item 4, not resolved by doing SIGTERM's work first: Copilot SIGKILLs majordomus-mcp "
-                   "3 ms after SIGTERM, and after a real Copilot sitting the attached episode still stays held_by "
-                   "a dead pid with no detached_at (doctor reports it as INFO, naming recover)")
+COPILOT_SIGKILL = ("Copilot SIGKILLs majordomus-mcp 3 ms after SIGTERM, and even with SIGTERM's durable work done "
+                   "first, after a real Copilot sitting the attached episode still stays held_by a dead pid with no "
+                   "detached_at (doctor reports it as INFO, naming recover)")
 
 def known(reason: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)

@@ -91,7 +91,7 @@ class Marks:
 
 
 def _marks(layout: Layout) -> Marks:
-    """The listing alone: names (a listdir, no entry objects: 280k names at 100k records, issue 12), sorted records,
+    """The listing alone: names (a listdir, no entry objects: 280k names at 100k records), sorted records,
     and the modes of what is neither record nor rendering. A record's mode comes with its read, a rendering's with
     its record's (`_part`), a stray rendering's only when the parts found fewer matches than renderings (`_strays`)."""
     m = Marks()

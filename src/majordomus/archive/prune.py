@@ -63,7 +63,7 @@ class Result:
 @dataclass
 class Bodies:
     """What the plan needs of some records (`scan.halves`: one part of them, or all): of each body only its age,
-    name and size, never the record (issue 12)."""
+    name and size, never the record."""
 
     records: int = 0
     refused: Named = field(default_factory=Named)

@@ -159,7 +159,7 @@ class Pass:
 
 def plan(layout: Layout, scanned: Callable[[Iterable[str] | None], Iterable[Entry]], ev: Evidence, now: datetime,
          apply: Callable[[Entry, rec.PromptRecord], None] | None = None) -> Result:
-    """What each record becomes, in one pass over every record holding one parsed record at a time (issue 12),
+    """What each record becomes, in one pass over every record holding one parsed record at a time,
     in two processes at once over a large archive (`scan.halves`): tiers 1 and 2 decide as each record passes; a
     record tier 3 may link waits, by name, until every span is known. The records that change are read again by
     name and handed to `apply`; without it (a dry run) only counted."""
@@ -295,7 +295,7 @@ def reconcile(layout: Layout, *, dry_run: bool = False, now: datetime | None = N
         return Result()
     if dry_run:
         return plan(layout, lambda names: entries(layout, names), gather(layout), moment)
-    with lock_archive(layout), Rewriter(layout) as rewriter:  # the rewrites in batches of fsyncs (issue 12)
+    with lock_archive(layout), Rewriter(layout) as rewriter:  # the rewrites in batches of fsyncs
         result = plan(layout, lambda names: entries(layout, names), gather(layout), moment, rewriter.add)
     ledger.append(layout, "prompts.reconciled", records=result.records, linked=result.linked,
                   unlinked=result.unlinked, refused=result.refused, already_linked=result.already)

@@ -132,8 +132,8 @@ class PromptRecord:
     def from_members(cls, members: dict[str, Any]) -> PromptRecord:
         """The record of a parsed JSON object; RecordError for what this writer could not rewrite whole."""
         # the common record, every member a SPEC field or optional one holding a string or null (and an int
-        # `pruned_bytes`), built without the keyword constructor's checks: 28 µs a record became ~4 (issue 12);
-        # the same value as `_checked` builds (tests/issues/test_12_archive_speed.py compares the two)
+        # `pruned_bytes`), built without the keyword constructor's checks: 28 µs a record became ~4;
+        # the same value as `_checked` builds (tests/archive/test_rendering_writes.py compares the two)
         for key, item in members.items():
             if key not in _PLAIN or (item is not None
                                      and type(item) is not (int if key == "pruned_bytes" else str)):
@@ -196,7 +196,7 @@ _PRETTY_HEAD = f'{{\n  "schema": "{SCHEMA}",\n'.encode()
 
 def read_bytes(path: Path | str, dir_fd: int | None = None) -> bytes:
     """A record's bytes; a symlink under a record's name is refused, never followed. With `dir_fd`, `path` is a
-    name in that directory (one lookup, not a walk of the whole path: issue 12)."""
+    name in that directory (one lookup, not a walk of the whole path)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
         return read_fd(fd)
@@ -237,7 +237,7 @@ _SCAN: list[Any] = []
 def _loads(raw: bytes) -> Any:
     """`json.loads(raw)`, same answers and same errors, without its encoding detection and whitespace regexes for
     the shape every record has (UTF-8, an object from its first byte): 2.3 us a record instead of 3.5, which
-    doctor and render pay 100k times over a large archive (issue 12)."""
+    doctor and render pay 100k times over a large archive."""
     import json  # readers of the archive, not the hook
 
     if not raw.startswith(b"{") or raw[1:2] == b"\0":

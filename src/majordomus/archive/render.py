@@ -152,7 +152,7 @@ def renderings(record: rec.PromptRecord, stem: str) -> dict[str, bytes]:
 # The fingerprint a writer leaves in the nanoseconds of each rendering's mtime: a hash of the record's bytes (and of
 # this renderer's version) folded into 1 .. 10^9-1. A rendering whose mtime carries its record's fingerprint was
 # written whole from exactly those bytes by this renderer, so doctor and render need not read and rebuild it (a
-# `stat` rather than a render and a read: issue 12). Anything else — an edit, a copy, a rewrite killed half-way,
+# `stat` rather than a render and a read). Anything else — an edit, a copy, a rewrite killed half-way,
 # a renderer of another version, a filesystem without nanoseconds — misses and is compared byte for byte.
 # Bump RENDER_VERSION whenever render_md or render_yaml changes what it writes.
 RENDER_VERSION = b"majordomus-render-1"
@@ -163,7 +163,7 @@ def fingerprint(record_bytes: bytes, sha: Any = sha256) -> int:
     """What a rendering's `st_mtime_ns % 10**9` is when it was written from a record of these bytes (never 0).
 
     `sha` is any SHA-256 constructor: the hook's is the builtin module (no OpenSSL to load); the commands that check
-    a whole archive pass hashlib's, the same digest 3-4x faster on a record (issue 12)."""
+    a whole archive pass hashlib's, the same digest 3-4x faster on a record."""
     digest = sha(RENDER_VERSION + b"\0" + record_bytes).digest()
     return int.from_bytes(digest[:8], "big") % (_NS - 1) + 1
 
@@ -179,14 +179,14 @@ def write_rendering(path: Path, data: bytes, mark: int) -> None:
     """One rendering, 0600, carrying the fingerprint `mark`; a symlink under its name is refused (RefusedError).
 
     A rendering is rebuildable, so it costs no fsync and, when it already exists, no replacing rename (a rename
-    over an existing file cost ~1.3 ms here, most of `render --force` and of a prune, issue 12): it is written in
+    over an existing file cost ~1.3 ms here, most of `render --force` and of a prune): it is written in
     place — the old fingerprint cleared first, then the new bytes, then the new fingerprint — so a kill at any
     moment leaves a rendering that is whole, or one that carries no fingerprint (doctor names it, `capture
     render` repairs it), never a byte of the old body:
     - old and new both within the first page: one write of the new bytes padded with newlines over the whole
       old length, then a cut to the new length. A write inside one page is never cut short by a kill, and no
       block is freed: truncating to nothing first freed it, and a freed block costs a discard (120 µs a
-      rendering on a disk mounted `discard`, against 13 µs: most of a prune's renderings, issue 12);
+      rendering on a disk mounted `discard`, against 13 µs: most of a prune's renderings);
     - else truncated to nothing before the new bytes (a kill leaves it empty or short).
     A new name is created exclusively. A file with another hard link is never written through: it is replaced by
     a temp and a rename, like anything that is not one plain file of ours."""

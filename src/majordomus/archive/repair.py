@@ -31,7 +31,7 @@ def repair_modes(layout: Layout, renderings: set[str] | None = None,
     sorted (`scan.record_names`, without a listing of its own), and a record's mode is left to
     `render_all(..., records=...)`, which takes it from an fstat of the fd its read opens (100k stats fewer). With
     `renderings` too, it is filled with the renderings' names, and a rendering beside a record is left unstat'ed:
-    `render_all` stats it by name beside its record's read, in two processes over a large archive (issue 12); a
+    `render_all` stats it by name beside its record's read, in two processes over a large archive; a
     rendering without a record is repaired here.
     """
     directory = layout.prompts_dir
@@ -115,7 +115,7 @@ def render_all(layout: Layout, *, force: bool = False, renderings: set[str] | No
     """Renderings written where missing or disagreeing with their record, records not pretty reformatted, or all
     with force; over a large archive in two processes at once (`scan.halves`: most of it is system calls).
 
-    A rendering whose bytes are already right is not written again, even with force (issue 12: 2 renames a record
+    A rendering whose bytes are already right is not written again, even with force (2 renames a record
     were most of `render --force`); with force each is still read and compared, without it one that carries its
     record's fingerprint is taken as agreeing (render.fingerprinted). `records` and `renderings` are the names
     `repair_modes(..., renderings, records)` listed a moment before, under the same archive lock: each record's
@@ -134,7 +134,7 @@ def _render_part(layout: Layout, names: list[str], force: bool, shown: set[str] 
     base = os.fspath(directory)
     dir_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        for entry in entries(layout, names, modes=own_modes):  # one record at a time (issue 12)
+        for entry in entries(layout, names, modes=own_modes):  # one record at a time
             mode = entry.mode
             if stat.S_ISREG(mode) and stat.S_IMODE(mode) != PRIVATE_FILE:
                 os.chmod(entry.name, PRIVATE_FILE, dir_fd=dir_fd, follow_symlinks=False)
@@ -163,7 +163,7 @@ def _render_part(layout: Layout, names: list[str], force: bool, shown: set[str] 
                     record = replace(record, schema=rec.SCHEMA)
                     data = rec.dumps(record)
                     write_atomic(entry.path, data, PRIVATE_FILE)
-                # no fsync each: a rendering is rebuilt from its record by this very command (issue 12; the
+                # no fsync each: a rendering is rebuilt from its record by this very command (the
                 # record's own rewrite above stays durable)
                 done.written += refresh(directory, stem, record, data)
             except RefusedError:  # a symlink under a rendering's name

@@ -93,7 +93,7 @@ SPLIT_AT = 8192  # records: below this a second process saves less than its fork
 def halves(names: list[str], work: Callable[[list[str]], T]) -> list[T]:
     """`work` over `names` in order, as one part or two: with a second core, the first half here and the second in
     a forked child at the same time, its answer pickled back through a pipe (doctor, reconcile and render over
-    100k records: most of their time is system calls, which two processes make side by side, issue 12).
+    100k records: most of their time is system calls, which two processes make side by side).
 
     Nothing is lost when the child fails (killed, an exception, an answer that does not load): this process does
     that half itself, and raises what it raises. `work` must print nothing and may write only what a repeat of it
@@ -150,7 +150,7 @@ def scan(layout: Layout, names: list[str] | None = None) -> list[Entry]:
 
 def entries(layout: Layout, names: Iterable[str] | None = None, *, modes: bool = False) -> Iterator[Entry]:
     """Each record read and parsed in turn, oldest first: a caller that keeps only what it needs of each holds
-    one parsed record at a time, never the archive (100k records parsed at once were 450 MiB, issue 12).
+    one parsed record at a time, never the archive (100k records parsed at once were 450 MiB).
 
     With `modes`, each entry carries the mode of the very file read (an fstat of the fd the read opened: doctor's
     privacy check of records, without a stat by name of its own)."""
@@ -161,7 +161,7 @@ def entries(layout: Layout, names: Iterable[str] | None = None, *, modes: bool =
     except OSError:  # no archive (or a link in its place, which has_archive refuses): nothing to read
         return
     try:
-        # each name looked up in the directory's fd, not by its whole path (issue 12)
+        # each name looked up in the directory's fd, not by its whole path
         for name in record_names(layout) if names is None else names:
             mode = 0
             try:
@@ -215,7 +215,7 @@ class Rewriter:
     (the next run redoes it), never a record whose body was taken beside renderings that keep it. What changes
     is the order across records: the temps of a batch are all written before the first is fsynced, so the
     fsyncs after the first find their journal already committed (200 small files fsynced interleaved: 2.2–4.8 ms
-    each here, batched 0.4–2.2 ms: most of a first prune, issue 12), and they run several at once (`fsync_all`). A
+    each here, batched 0.4–2.2 ms: most of a first prune), and they run several at once (`fsync_all`). A
     record is renamed only after its own fsync, in order; a failure leaves the records not yet renamed whole, and
     their temps removed. `done` counts records renamed."""
 

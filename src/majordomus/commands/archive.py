@@ -66,7 +66,7 @@ def render_command(ctx: Context, argv: list[str]) -> int:
         return 0
     with lock_archive(layout):
         # one listing: the records' and renderings' names; their modes and fingerprints from the reads and stats
-        # render makes beside each record anyway, in two processes over a large archive (issue 12)
+        # render makes beside each record anyway, in two processes over a large archive
         renderings: set[str] = set()
         records: list[str] = []
         modes, removed, links = repair_modes(layout, renderings, records)

@@ -361,7 +361,7 @@ def _git_lines(root: Path, deadline: float, *args: str) -> tuple[list[str], List
 
 
 def _changed_files(root: Path, deadline: float) -> tuple[list[str], ListState]:
-    # the layer's own files are not the agent's work; a file's name can hold a token (issue 10)
+    # the layer's own files are not the agent's work; a file's name can hold a token
     lines, state = _git_lines(root, deadline, "status", "--porcelain", "--", ".", ":(exclude).ai")
     return [scrub(line) or line for line in lines], state
 
