@@ -62,8 +62,8 @@ test-clients: $(VENV)/.dev
 	exit $$rc
 
 lint: $(VENV)/.dev
-	$(BIN)/ruff check src tests bench
-	$(BIN)/python -m mypy --strict src/majordomus
+	$(BIN)/ruff check src tests bench scripts/majordomus-hook
+	$(BIN)/python -m mypy --strict src/majordomus scripts/majordomus-hook
 
 test-all-pythons:
 	@for v in $(OTHER_PYTHONS); do $(MAKE) --no-print-directory test-python-$$v || exit 1; done

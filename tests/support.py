@@ -16,6 +16,7 @@ import yaml
 BIN_DIR = Path(sys.executable).parent
 MAJORDOMUS = BIN_DIR / "majordomus"
 MAJORDOMUS_MCP = BIN_DIR / "majordomus-mcp"
+MAJORDOMUS_HOOK = BIN_DIR / "majordomus-hook"  # the lean, fail-open launcher the wired hooks run
 
 
 def session_payload(ps: str, **extra: Any) -> bytes:

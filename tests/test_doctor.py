@@ -198,26 +198,3 @@ def test_a_lease_naming_a_dead_pid_is_reported_as_information_not_a_warning(init
     assert f"pid {child.pid}" in info["message"] and "the next majordomus-mcp takes it over" in info["message"]
 
 
-def test_doctor_names_a_launcher_that_imports_re_and_passes_a_lean_one(tmp_path: Path, initialised_repo: Path,
-                                                                       run_majordomus) -> None:
-    """1. doctor through the real executable, whose launcher (this venv's, written by a current pip) is lean;
-    2. the same check of a launcher an old pip wrote (`import re` first); 3. of a binary launcher; 4. of none.
-    Result: OK naming the launcher; INFO naming it, the 6 ms and the reinstall; OK; INFO that none is there."""
-    from majordomus.doctor import launcher_finding
-
-    done = run_majordomus("doctor", cwd=initialised_repo)
-    (line,) = [row for row in done.stdout.decode().splitlines() if " hooks " in f" {row} "]
-    assert line.startswith("OK ") and "imports nothing before majordomus" in line
-
-    old = tmp_path / "majordomus-old"
-    old.write_text("#!/usr/bin/python3\n# -*- coding: utf-8 -*-\nimport re\nimport sys\n"
-                   "from majordomus.cli import main\nif __name__ == '__main__':\n"
-                   "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n    sys.exit(main())\n")
-    found = launcher_finding(old)
-    assert found.level == "INFO" and "imports `re`" in found.message and "6 ms" in found.message
-    assert "pip install --upgrade pip" in found.message and found.reproduce == f"head -n 5 {old}"
-
-    binary = tmp_path / "majordomus-bin"
-    binary.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 40)
-    assert launcher_finding(binary).level == "OK"
-    assert launcher_finding(None).level == "INFO"

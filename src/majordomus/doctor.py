@@ -11,8 +11,9 @@ import os
 import stat
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
-from majordomus.errors import ContractError
+from majordomus.errors import ContractError, MajordomusError
 from majordomus.findings import Finding
 from majordomus.identity import git, now_utc, worktree_id
 from majordomus.layout import PRIVATE_DIR, Layout
@@ -273,35 +274,98 @@ def check_tracked_credentials(layout: Layout) -> list[Finding]:
                     f"{HISTORY}", "majordomus capture scrub --dry-run")]
 
 
-LAUNCHER_HEAD = 4096  # a console script is a few lines; a binary launcher is not read past this
+def wired_launchers(layout: Layout) -> dict[str, list[tuple[str, str | None]]]:
+    """Every hook command of ours in this repository's client files: file -> [(executable, form)], form `None` for
+    the fail-open command of this version and a sentence for an older install's bare command."""
+    from majordomus.clients.hook_command import LAUNCHER, parse
+    from majordomus.clients.install import hook_commands, read_json_config
+    from majordomus.clients.providers import load_providers
 
-
-def launcher_finding(path: os.PathLike[str] | str | None) -> Finding:
-    """What the `majordomus` launcher every hook runs costs at start-up. A pip older than 24 writes a console
-    script that imports `re` (and `enum` with it) to tidy its argv[0]: about 6 ms more on each hook run, which
-    puts `capture prompt` at 2.4x a bare interpreter instead of 2.0x on this machine (bench/hook_latency.py)."""
-    if path is None:
-        return Finding("INFO", "hooks", "majordomus", "no majordomus launcher is beside this interpreter or on "
-                                                      "PATH; the hooks cannot run until it is installed")
-    try:
-        with open(path, "rb") as script:
-            head = script.read(LAUNCHER_HEAD)
-    except OSError as exc:
-        return Finding("INFO", "hooks", str(path), f"cannot be read ({exc.strerror}); its start-up cost is unknown")
-    lines = head.decode("utf-8", "replace").splitlines()
-    if lines and lines[0].startswith("#!") and any(line.strip() == "import re" for line in lines[1:20]):
-        return Finding("INFO", "hooks", str(path), "imports `re` before majordomus (a console script written by a "
-                                                   "pip older than 24): every hook run starts about 6 ms slower; "
-                                                   "upgrade pip, then reinstall majordomus (python -m pip install "
-                                                   "--upgrade pip; python -m pip install --force-reinstall --no-deps "
-                                                   "majordomus)", f"head -n 5 {path}")
-    return Finding("OK", "hooks", str(path), "the launcher the hooks run imports nothing before majordomus")
+    out: dict[str, list[tuple[str, str | None]]] = {}
+    for provider in load_providers().values():
+        if provider.install is None or provider.install.hook_style is None:
+            continue
+        for rel in provider.hook_files():
+            if rel in out or not (layout.root / rel).is_file():
+                continue
+            try:
+                doc, _ = read_json_config(layout.root, rel)
+            except MajordomusError:
+                continue  # status and install say what is wrong with the file itself
+            for commands in hook_commands(doc or {}, provider.install).values():
+                for command in commands:
+                    found = parse(command)
+                    if found is None or "capture" not in found.words:
+                        continue
+                    fail_open = command.strip().endswith("exit 0") and Path(found.executable).name == LAUNCHER
+                    form = None if fail_open else (f"runs {found.executable} without the fail-open guard (an "
+                                                   "earlier install wrote it)")
+                    entry = (found.executable, form)
+                    if entry not in out.setdefault(rel, []):
+                        out[rel].append(entry)
+    return out
 
 
 def check_launcher(layout: Layout) -> list[Finding]:
-    from majordomus.clients.install import find_executable
+    """Which launcher the hooks run, whether it starts here, and what went wrong when a hook failed open."""
+    import shutil
 
-    return [launcher_finding(find_executable("majordomus"))]
+    found: list[Finding] = []
+    for rel, launchers in wired_launchers(layout).items():
+        for executable, form in launchers:
+            resolved = executable if os.sep in executable else shutil.which(executable)
+            how = f"by name, found on this PATH at {resolved}" if os.sep not in executable else "by path"
+            if form is not None:
+                found.append(Finding("WARN", "hooks", rel, f"{form}: on a clone where it is missing or broken, the "
+                                                           "client's turn can be refused; install again to replace it",
+                                     "majordomus capture install --provider <client>"))
+            elif resolved is None or not os.access(resolved, os.X_OK):
+                where = "is not on this PATH" if os.sep not in executable else "is gone (moved, or uninstalled)"
+                found.append(Finding("WARN" if os.sep not in executable else "FAIL", "hooks", rel,
+                                     f"the hooks run {executable}, which {where}: they do nothing here, and the "
+                                     "client runs as if it were not wired",
+                                     "majordomus capture install --provider <client>"))
+            else:
+                found.append(_launcher_starts(rel, executable, str(resolved), how))
+    found.extend(_hook_failures(layout))
+    return found
+
+
+def _launcher_starts(rel: str, executable: str, resolved: str, how: str) -> Finding:
+    """The launcher the hooks name starts and answers (its interpreter is there, majordomus imports)."""
+    import subprocess
+
+    try:
+        done = subprocess.run([resolved, "--version"], capture_output=True, text=True, timeout=20,
+                              stdin=subprocess.DEVNULL)
+        said = done.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        said = f"({type(exc).__name__})"
+    if not said.startswith("majordomus "):
+        return Finding("FAIL", "hooks", rel, f"the hooks run {executable} ({how}), which does not start: "
+                                             f"{said or 'it printed nothing'}; the hooks do nothing until it is "
+                                             "repaired — reinstall majordomus (pipx reinstall majordomus, or uv tool "
+                                             "install --reinstall majordomus), then install the hooks again",
+                       f"{resolved} --version")
+    return Finding("OK", "hooks", rel, f"the hooks run {executable} ({how}; {said}): it imports nothing before "
+                                       "majordomus, and fails open")
+
+
+def _hook_failures(layout: Layout) -> list[Finding]:
+    path = layout.hook_failures_log
+    rel = _rel(layout, path)
+    try:
+        lines = [ln for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        return [Finding("WARN", "hooks", rel, f"cannot be read ({exc.strerror})")]
+    if not lines:
+        return []
+    last = lines[-1] if len(lines[-1]) <= 300 else lines[-1][:299] + "…"
+    return [Finding("FAIL", "hooks", rel, f"{len(lines)} hook run(s) failed open (the client was not held up); the "
+                                          f"most recent: {last} — repair what it names, then empty the file",
+                    f"cat {rel}")]
 
 
 CHECKS: tuple[Check, ...] = (check_dirs, check_ignored, check_policy, check_providers, check_launcher,

@@ -66,6 +66,7 @@ class Layout:
     context_log = _Under("contexts_dir", ".session-context.log")
     prompts_dir = _Under("local", "prompts")
     capture_log = _Under("prompts_dir", ".capture.log")
+    hook_failures_log = _Under("local", "hook-failures.log")  # written by scripts/majordomus-hook, read by doctor
 
     def open_file(self, key: str) -> Path:
         """The open-episode file of a provider-session key (already sanitised by identity)."""

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from clients.samples import CONNECTION, DECLARED, INSTALLABLE, SAMPLES, UNINSTALLABLE
+from clients.samples import CONNECTION, DECLARED, INSTALLABLE, UNINSTALLABLE
 from majordomus.clients.providers import load_providers
+from support import MAJORDOMUS_HOOK
 
 STATES = {"unsupported", "unadapted", "unconfigured", "named", "wired", "verified", "untrusted"}
 
@@ -146,12 +147,12 @@ def test_a_configuration_naming_a_missing_executable_is_named_not_wired(initiali
     assert run_majordomus("capture", "install", "--provider", name, cwd=initialised_repo).returncode == 0
     config = DECLARED[name].config
     assert config
-    key = SAMPLES[name]["wired"]["command_key"]
     install_row = DECLARED[name].install
     hooks = initialised_repo / ((install_row.local_config if install_row else None) or config)
     text = hooks.read_text()
-    hooks.write_text(text.replace(f'"{key}": "/', f'"{key}": "/nonexistent/').replace(
-        f'"{key}": "majordomus ', f'"{key}": "/nonexistent/majordomus '))
+    gone = "/nonexistent/majordomus-hook"
+    hooks.write_text(text.replace(str(MAJORDOMUS_HOOK), gone).replace(
+        "command -v majordomus-hook >/dev/null 2>&1 || exit 0; majordomus-hook ", f"[ -x {gone} ] || exit 0; {gone} "))
     assert hooks.read_text() != text
     row = status_rows(run_majordomus, initialised_repo)[(name, "session")]
     assert row["state"] == "named"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import stat
 import subprocess
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from majordomus.clients.hook_command import LAUNCHER, is_ours, local_command, shared_command
 from majordomus.clients.install_toml import merge_codex_toml
 from majordomus.clients.providers import InstallRow, Provider, get_provider, load_providers
 from majordomus.errors import MissingError, RefusedError
@@ -57,7 +57,8 @@ def _require(name: str) -> Path:
     path = find_executable(name)
     if path is None:
         raise MissingError(f"cannot find the {name} executable beside {sys.executable} or on PATH",
-                           "install majordomus (pip install .) so its console scripts exist")
+                           "install majordomus as a tool (pipx install majordomus, or uv tool install majordomus) "
+                           "so its executables exist")
     return path
 
 
@@ -102,26 +103,6 @@ def install_gap(provider: Provider) -> str | None:
 
 def is_connection(provider: Provider) -> bool:
     return provider.offers.get("episode") == "connection"
-
-
-def is_ours(command: object, tail: tuple[str, ...]) -> bool:
-    """A hook command is ours when it runs a majordomus executable with exactly these words (an optional --repo)."""
-    words = split_command(command)
-    if not words or not Path(words[0]).name.startswith("majordomus"):
-        return False
-    rest = words[1:]
-    if rest[:1] == ["--repo"]:
-        rest = rest[2:]
-    return tuple(rest) == tail
-
-
-def split_command(command: object) -> list[str] | None:
-    if not isinstance(command, str):
-        return None
-    try:
-        return shlex.split(command)
-    except ValueError:
-        return None
 
 
 def timeout_value(provider: Provider, seconds: int) -> int:
@@ -236,8 +217,10 @@ def _handlers(entries: list[Any], shape: InstallRow) -> list[dict[str, Any]]:
 # Merging
 
 
-def merge_hooks(doc: dict[str, Any], provider: Provider, shape: InstallRow, exe: Path, rel: str) -> list[str]:
-    """Add or update our handler for each wanted event; every other handler stays where it is."""
+def merge_hooks(doc: dict[str, Any], provider: Provider, shape: InstallRow, launcher: Path | None,
+                rel: str) -> list[str]:
+    """Add or update our handler for each wanted event; every other handler stays where it is. With `launcher`
+    (a per-person file) the handlers name this machine's launcher by path, else (a shared file) by name."""
     changes: list[str] = []
     for key, value in shape.top_extra.items():
         if key not in doc:
@@ -246,7 +229,8 @@ def merge_hooks(doc: dict[str, Any], provider: Provider, shape: InstallRow, exe:
     added: list[str] = []
     updated: list[str] = []
     for want in wanted_hooks(provider):
-        handler = {**shape.handler_extra, shape.command_key: shlex.join([str(exe), *want.tail]),
+        command = local_command(launcher, want.tail) if launcher is not None else shared_command(want.tail)
+        handler = {**shape.handler_extra, shape.command_key: command,
                    shape.timeout_key: timeout_value(provider, want.timeout_seconds)}
         entries = hooks.setdefault(want.client_event, [])
         if not isinstance(entries, list):
@@ -259,7 +243,7 @@ def merge_hooks(doc: dict[str, Any], provider: Provider, shape: InstallRow, exe:
         elif any(_covers(h, handler) for h in mine):
             continue
         else:
-            mine[0].update(handler)  # our own entry, out of date (a moved executable, a new timeout)
+            mine[0].update(handler)  # our own entry, out of date (a moved launcher, a new timeout, an older form)
             updated.append(want.client_event)
     unit = "ms" if provider.timeout_unit == "milliseconds" else "s"
     if added:
@@ -340,7 +324,7 @@ def plan(root: Path, provider: Provider, exe: Path, mcp: Path) -> tuple[list[Pla
     hooks_rel = provider.hooks_file()
     if hooks_rel:
         local = hooks_rel == shape.local_config
-        changes += merge_hooks(doc_of(hooks_rel), provider, shape, exe if local else Path(exe.name), hooks_rel)
+        changes += merge_hooks(doc_of(hooks_rel), provider, shape, exe if local else None, hooks_rel)
         if local and provider.config and (root / provider.config).exists():
             changes += drop_hooks(doc_of(provider.config), provider, shape, provider.config, hooks_rel)
     writes: list[PlannedWrite] = []
@@ -415,7 +399,8 @@ def sharing_lines(provider: Provider, exe: Path) -> list[str]:
     if tracked:
         verb = "names" if len(tracked) == 1 else "name"
         lines.append(f"shared: {', '.join(tracked)} {verb} majordomus by name, never a path of this machine, so they "
-                     "work on every clone where majordomus is on PATH")
+                     "work on every clone where majordomus is on PATH; where it is not (or is broken), each hook "
+                     "does nothing and the client runs as if it were not wired")
     if shape.local_config:
         lines.append(f"yours: {shape.local_config} is {provider.title}'s per-person file, kept out of git; it names "
                      f"{exe}")
@@ -497,7 +482,7 @@ def install(root: Path, provider_name: str) -> list[str]:
                            f"adapter rows: {'yes' if provider.session or provider.prompt else 'none'}): "
                            f"{gap.rstrip('.')}",
                            f"wire one of: {', '.join(wireable)}")
-    exe, mcp = _require("majordomus"), _require("majordomus-mcp")
+    exe, mcp = _require(LAUNCHER), _require("majordomus-mcp")
     writes, changes = plan(root, provider, exe, mcp)
     local = provider.install.local_config if provider.install is not None else None
     # said on every run, written or not: the client's own consent is not a file majordomus can write

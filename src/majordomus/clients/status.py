@@ -17,16 +17,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from majordomus.clients.evidence import last_events
+from majordomus.clients.hook_command import is_ours, parse
 from majordomus.clients.install import (
     WantedHook,
     find_executable,
     hook_commands,
     install_gap,
     is_connection,
-    is_ours,
     our_places,
     read_json_config,
-    split_command,
     wanted_hooks,
 )
 from majordomus.clients.providers import Provider, load_providers
@@ -162,18 +161,18 @@ def _hook_row(root: Path, p: Provider, aspect: Aspect, pending: list[tuple[int, 
         return Row(p.name, aspect, capability, "named",
                    f"{rel} {'exists' if len(present) == 1 else 'exist'} but {'does' if len(present) == 1 else 'do'} "
                    f"not call majordomus for {', '.join(missing)}; {install}", evidence)
-    probe = _probe_command(wants, commands)
-    words = split_command(probe[1]) or []
-    resolved = _resolve(words[0]) if words else None
+    probe = parse(_probe_command(wants, commands)[1])
+    assert probe is not None  # _probe_command returns a command is_ours accepted
+    resolved = _resolve(probe.executable)
     if resolved is None:
-        named = words[0] if words else "?"
-        where = "" if not words or os.sep in named else " on this PATH"
+        named = probe.executable
+        where = "" if os.sep in named else " on this PATH"
         return Row(p.name, aspect, capability, "named",
-                   f"{rel} calls {named}, which is not an executable{where} here; {install}"
+                   f"{rel} calls {named}, which is not an executable{where} here (so the hooks do nothing); {install}"
                    + ("" if not where else ", or put majordomus on the PATH the client starts with"), evidence)
     events = ", ".join(w.client_event for w in wants)
-    pending.append((index, _hook_selftest(root, p, aspect, words)))
-    return Row(p.name, aspect, capability, "wired", f"{rel} calls {words[0]} for {events}", evidence)
+    pending.append((index, _hook_selftest(root, p, aspect, [resolved, *probe.words])))
+    return Row(p.name, aspect, capability, "wired", f"{rel} calls {probe.executable} for {events}", evidence)
 
 
 def _resolve(command: str) -> str | None:

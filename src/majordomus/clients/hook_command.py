@@ -1,0 +1,79 @@
+"""The command line a client's hook file runs for majordomus, and how to tell one of ours from a person's.
+
+Every hook command fails open (SPEC §7): it runs the lean launcher `majordomus-hook` when it is there and does
+nothing otherwise, says nothing to the person, and exits 0 whatever happened — a teammate who cloned the
+repository without majordomus, or whose virtualenv is not active, keeps a working agent. A shared file names
+the launcher by name (it works on every clone where it is on PATH); a per-person file names this machine's
+absolute path (it needs no PATH). The launcher itself turns any failure into exit 0 and a line in
+`.ai/local/hook-failures.log`; the shell around it covers what the launcher cannot: an interpreter that will
+not start. Commands an earlier install wrote (`majordomus capture …` bare, or by absolute path) are ours too,
+so a new install replaces them in place.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+LAUNCHER = "majordomus-hook"
+QUIET = "2>/dev/null; exit 0"  # nothing for the person to read, and no opinion whatever happened
+
+
+@dataclass(frozen=True)
+class HookCommand:
+    """A hook command of ours: the executable it runs (a name, or an absolute path) and the words after it."""
+
+    executable: str
+    words: tuple[str, ...]
+
+
+def shared_command(tail: tuple[str, ...]) -> str:
+    """For a file teammates get through git: the launcher found on PATH, or nothing at all."""
+    return f"command -v {LAUNCHER} >/dev/null 2>&1 || exit 0; {LAUNCHER} {shlex.join(tail)} {QUIET}"
+
+
+def local_command(launcher: Path, tail: tuple[str, ...]) -> str:
+    """For a per-person file: this machine's launcher by absolute path, or nothing when it is gone."""
+    exe = shlex.quote(str(launcher))
+    return f"[ -x {exe} ] || exit 0; {exe} {shlex.join(tail)} {QUIET}"
+
+
+def parse(command: object) -> HookCommand | None:
+    """The executable and words of a command of ours, in any form an install has written; None for anything else."""
+    if not isinstance(command, str):
+        return None
+    text = command.strip()
+    guard = f"command -v {LAUNCHER} >/dev/null 2>&1 || exit 0; "
+    if text.startswith(guard) and text.endswith(f" {QUIET}"):
+        return _words(text[len(guard):-len(QUIET) - 1], expect=LAUNCHER)
+    if text.startswith("[ -x ") and text.endswith(f" {QUIET}"):
+        head, sep, rest = text[len("[ -x "):].partition(" ] || exit 0; ")
+        found = _words(rest[:-len(QUIET) - 1], expect=None) if sep else None
+        if found is None or shlex.quote(found.executable) != head:
+            return None
+        return found
+    return _words(text, expect=None)  # what installs before fail-open wrote: `majordomus capture …` bare
+
+
+def _words(text: str, *, expect: str | None) -> HookCommand | None:
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return None
+    if not words or not Path(words[0]).name.startswith("majordomus") or (expect and words[0] != expect):
+        return None
+    if any(w in (";", "&&", "||", "|") or w.startswith(("<", ">", "2>")) for w in words):
+        return None  # a person's pipeline around a majordomus word is theirs, not ours
+    return HookCommand(words[0], tuple(words[1:]))
+
+
+def is_ours(command: object, tail: tuple[str, ...]) -> bool:
+    """A hook command is ours when it runs a majordomus executable with exactly these words (an optional --repo)."""
+    found = parse(command)
+    if found is None:
+        return False
+    rest = list(found.words)
+    if rest[:1] == ["--repo"]:
+        rest = rest[2:]
+    return tuple(rest) == tail

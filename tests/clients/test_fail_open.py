@@ -1,0 +1,204 @@
+"""Wired hooks never get in a person's way (SPEC §7): where majordomus is missing or broken, each hook command
+that `capture install` wrote does nothing, says nothing, and exits 0 (every client's "no opinion"); a failure
+it can see is a line in `.ai/local/hook-failures.log`, which doctor reports with the repair.
+
+Each command runs as a client runs it: the very string from the client's own file, through `sh -c`, with the
+client's payload on stdin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clients.samples import INSTALLABLE, SAMPLES, session_bytes
+from majordomus.clients.hook_command import local_command
+from majordomus.clients.providers import get_provider
+from support import MAJORDOMUS, MAJORDOMUS_HOOK, open_files
+
+SYSTEM_PATH = "/usr/bin:/bin"
+
+
+def install(repo: Path, provider: str) -> None:
+    done = subprocess.run([str(MAJORDOMUS), "capture", "install", "--provider", provider], cwd=repo,
+                          capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def hook_file(repo: Path, provider: str) -> Path:
+    p = get_provider(provider)
+    rel = p.hooks_file()
+    assert rel
+    return repo / rel
+
+
+def start_command(repo: Path, provider: str) -> str:
+    """The command the client's own file runs at its session start."""
+    p = get_provider(provider)
+    assert p.session is not None and p.install is not None
+    event = p.session.events["start"][0]
+    doc: dict[str, Any] = json.loads(hook_file(repo, provider).read_text())
+    key = SAMPLES[provider]["wired"]["command_key"]
+    for entry in doc["hooks"][event]:
+        for handler in entry.get("hooks", [entry]):
+            if "--event start" in handler.get(key, ""):
+                return str(handler[key])
+    raise AssertionError(f"no start hook in {hook_file(repo, provider)}")
+
+
+def run_hook(repo: Path, command: str, payload: bytes, **env: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["sh", "-c", command], cwd=repo, input=payload, capture_output=True, timeout=60,
+                          env={**os.environ, **env}, check=False)
+
+
+def failures(repo: Path) -> list[str]:
+    path = repo / ".ai/local/hook-failures.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def doctor_lines(repo: Path, **env: str) -> list[str]:
+    done = subprocess.run([str(MAJORDOMUS), "doctor"], cwd=repo, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **env}, check=False)
+    return [line for line in done.stdout.splitlines() if " hooks " in f" {line} "]
+
+
+SHARED_HOOKS = [n for n in INSTALLABLE if not (get_provider(n).install and get_provider(n).install.local_config)]
+
+
+@pytest.mark.parametrize("name", SHARED_HOOKS)
+def test_a_hook_on_a_clone_without_majordomus_does_nothing_and_says_nothing(initialised_repo: Path,
+                                                                            name: str) -> None:
+    install(initialised_repo, name)
+    done = run_hook(initialised_repo, start_command(initialised_repo, name),
+                    session_bytes(name, "start", f"{name}-1"), PATH=SYSTEM_PATH)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert open_files(initialised_repo) == {}
+
+
+def test_a_clone_gets_no_per_person_hook_file(initialised_repo: Path, tmp_path: Path) -> None:
+    """Claude Code's hooks live in its per-person file, which install keeps out of git: a teammate's clone has
+    only the shared `.mcp.json`, so nothing runs a hook until that teammate installs majordomus."""
+    install(initialised_repo, "claude-code")
+    subprocess.run(["git", "-C", str(initialised_repo), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(initialised_repo), "commit", "-q", "-m", "wired"], check=True)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(initialised_repo), str(clone)], check=True)
+    assert (clone / ".mcp.json").exists() and not (clone / ".claude/settings.local.json").exists()
+
+
+@pytest.mark.parametrize("name", INSTALLABLE)
+def test_a_hook_whose_package_does_not_import_fails_open_and_is_logged(initialised_repo: Path, tmp_path: Path,
+                                                                       name: str) -> None:
+    broken = tmp_path / "broken" / "majordomus"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('a half-finished upgrade')\n")
+    install(initialised_repo, name)
+    done = run_hook(initialised_repo, start_command(initialised_repo, name),
+                    session_bytes(name, "start", f"{name}-1"), PYTHONPATH=str(broken.parent))
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    [line] = failures(initialised_repo)
+    assert f"capture session --provider {name} --event start: majordomus cannot be imported (ImportError: a " \
+           "half-finished upgrade); reinstall it" in line
+    assert (initialised_repo / ".ai/local/hook-failures.log").stat().st_mode & 0o777 == 0o600
+    [fail] = [ln for ln in doctor_lines(initialised_repo) if ln.startswith("FAIL")]
+    assert "hook-failures.log — 1 hook run(s) failed open" in fail and "cannot be imported" in fail
+
+
+def test_a_hook_that_crashes_inside_fails_open_and_names_where(initialised_repo: Path, tmp_path: Path) -> None:
+    """A bug of ours in the middle of a hook: the traceback never reaches the person, the line names the frame."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import majordomus.episodes.hook as hook\n"
+        "def crash(*args, **kwargs):\n    raise ZeroDivisionError('a value from the payload')\n"
+        "hook.run_session = crash\n")
+    install(initialised_repo, "gemini")
+    done = run_hook(initialised_repo, start_command(initialised_repo, "gemini"),
+                    session_bytes("gemini", "start", "g-1"), PYTHONPATH=str(site))
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    [line] = failures(initialised_repo)
+    assert "the hook crashed (ZeroDivisionError at " in line
+    assert "a value from the payload" not in line  # where it failed, never what it held
+
+
+def test_a_hook_that_exits_with_a_usage_error_tells_the_client_0(initialised_repo: Path) -> None:
+    """Exit 2 blocks the person's prompt in Claude Code and Gemini CLI: the launcher never passes it on."""
+    done = subprocess.run([str(MAJORDOMUS_HOOK), "capture", "session", "--provider", "gemini", "--event", "nope"],
+                          cwd=initialised_repo, input=b"{}", capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stdout == b""
+    [line] = failures(initialised_repo)
+    assert "exited 2" in line and "the client was told 0" in line
+
+
+def test_a_per_person_hook_whose_launcher_is_gone_does_nothing(initialised_repo: Path) -> None:
+    install(initialised_repo, "claude-code")
+    settings = hook_file(initialised_repo, "claude-code")
+    settings.write_text(settings.read_text().replace(str(MAJORDOMUS_HOOK), "/nonexistent/bin/majordomus-hook"))
+    done = run_hook(initialised_repo, start_command(initialised_repo, "claude-code"),
+                    session_bytes("claude-code", "start", "c-1"))
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert open_files(initialised_repo) == {}
+    [fail] = [ln for ln in doctor_lines(initialised_repo) if ln.startswith("FAIL")]
+    assert "/nonexistent/bin/majordomus-hook, which is gone" in fail and "capture install" in fail
+
+
+def test_a_launcher_whose_interpreter_will_not_start_does_nothing_and_doctor_says_so(initialised_repo: Path,
+                                                                                     tmp_path: Path) -> None:
+    """A virtualenv deleted under a wired client: the shell cannot start the launcher; the person sees nothing."""
+    launcher = tmp_path / "venv" / "bin" / "majordomus-hook"
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text("#!/nonexistent/venv/bin/python\n")
+    launcher.chmod(0o755)
+    install(initialised_repo, "claude-code")
+    settings = hook_file(initialised_repo, "claude-code")
+    settings.write_text(settings.read_text().replace(str(MAJORDOMUS_HOOK), str(launcher)))
+    done = run_hook(initialised_repo, start_command(initialised_repo, "claude-code"),
+                    session_bytes("claude-code", "start", "c-1"))
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    [fail] = [ln for ln in doctor_lines(initialised_repo) if ln.startswith("FAIL")]
+    assert f"the hooks run {launcher} (by path), which does not start" in fail and "reinstall majordomus" in fail
+
+
+def test_doctor_says_which_launcher_each_wired_file_runs(initialised_repo: Path) -> None:
+    install(initialised_repo, "claude-code")
+    install(initialised_repo, "codex")
+    lines = doctor_lines(initialised_repo)
+    assert any(ln.startswith("OK ") and ".claude/settings.local.json" in ln and f"run {MAJORDOMUS_HOOK} (by path"
+               in ln for ln in lines), lines
+    assert any(ln.startswith("OK ") and ".codex/hooks.json" in ln and "run majordomus-hook (by name, found on this "
+               f"PATH at {MAJORDOMUS_HOOK}" in ln for ln in lines), lines
+
+
+def test_doctor_warns_of_hooks_an_earlier_install_wrote_and_install_replaces_them(initialised_repo: Path) -> None:
+    install(initialised_repo, "codex")
+    path = hook_file(initialised_repo, "codex")
+    doc = json.loads(path.read_text())
+    for groups in doc["hooks"].values():
+        for group in groups:
+            for handler in group["hooks"]:
+                handler["command"] = handler["command"].split("; ")[1].replace("majordomus-hook", "majordomus")
+                handler["command"] = handler["command"].replace(" 2>/dev/null", "")
+    path.write_text(json.dumps(doc))
+    [warn] = [ln for ln in doctor_lines(initialised_repo) if ln.startswith("WARN")]
+    assert "runs majordomus without the fail-open guard" in warn
+    install(initialised_repo, "codex")
+    assert not [ln for ln in doctor_lines(initialised_repo) if not ln.startswith("OK ")]
+    commands = [h["command"] for gs in json.loads(path.read_text())["hooks"].values() for g in gs for h in g["hooks"]]
+    assert len(commands) == 4 and all(c.startswith("command -v majordomus-hook") for c in commands)
+
+
+def test_the_per_person_command_names_its_launcher_quoted(tmp_path: Path) -> None:
+    """A path with a space or a quote in it stays one word for the shell, in the guard and in the call."""
+    launcher = tmp_path / "a b" / "it's" / "majordomus-hook"
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text(f"#!/bin/sh\necho \"$@\" > {tmp_path / 'said'}\n")
+    launcher.chmod(0o755)
+    command = local_command(launcher, ("capture", "prompt", "--provider", "x"))
+    done = subprocess.run(["sh", "-c", command], capture_output=True, check=False)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert (tmp_path / "said").read_text() == "capture prompt --provider x\n"
