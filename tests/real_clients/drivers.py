@@ -14,7 +14,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from real_clients.fake_api import Call
 
@@ -51,6 +51,7 @@ class Driver:
         """Approve what the client asks a person to approve once the project is wired (Codex: its hooks)."""
 
     paces = False  # whether runs put an order on the client's hooks (`paced`)
+    local_hook_file: ClassVar[str | None] = None  # the hook file when it is per-person, out of git (a clone lacks it)
 
     def paced(self, hook_file: bytes) -> bytes:
         """The hook file with the client's hooks put in the order the scenarios rely on."""
@@ -58,6 +59,7 @@ class Driver:
 
 
 class ClaudeCode(Driver):
+    local_hook_file = ".claude/settings.local.json"
     KEY = "sk-ant-api03-fake0000000000000000000000000000000000000000000000000000000000000000"
 
     def prepare_home(self, home: Path, repo: Path, api_url: str) -> None:

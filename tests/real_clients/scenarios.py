@@ -13,6 +13,7 @@ call); what majordomus recorded is for the tests.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from typing import TypeVar
 from real_clients.drivers import DRIVERS
 from real_clients.fake_api import ANSWER, Stall, Text, ToolCall
 from real_clients.pinned import Installed
-from real_clients.world import ClientFailed, Episode, Ran, World, model_texts
+from real_clients.world import VENV_BIN, ClientFailed, Episode, Ran, World, model_texts
 
 COPILOT_START_SECONDS = 1.5  # a slow disk or a big repository: the start's `git status` takes this much longer
 T = TypeVar("T")
@@ -169,7 +170,76 @@ def copilot_race(world: World) -> Race:
     return Race(world, sitting, reconciled)
 
 
+@dataclass(frozen=True)
+class FailOpen:
+    world: World
+    sitting: Sitting
+    failures: list[str]  # the lines `.ai/local/hook-failures.log` holds after the sitting
+    doctor: list[dict[str, object]]
+
+
+def _fail_open(world: World, break_it: Callable[[World], None]) -> FailOpen:
+    """One headless sitting of a wired client whose majordomus is missing or broken (`break_it`); the client must
+    answer as if it were not wired at all."""
+    break_it(world)
+    world.pace = False  # nothing of ours runs: there is no order of our hooks to keep
+    world.api.script = Text()
+    prompt = "Sum up README.md in one line."
+    sitting = sit(world, prompt, world.driver.headless(prompt))
+    require_model_saw(sitting, prompt)
+    if ANSWER not in sitting.ran.stdout:
+        raise ClientFailed(f"the client did not answer the prompt: {sitting.ran.describe()}")
+    log = world.repo / ".ai/local/hook-failures.log"
+    failures = log.read_text().splitlines() if log.exists() else []
+    world.without_majordomus, world.extra_env = False, {}
+    return FailOpen(world, sitting, failures, world.doctor())
+
+
+def _a_clone_without_majordomus(world: World) -> None:
+    """A teammate's clone: majordomus not on PATH, and no per-person file (git never carried it)."""
+    world.without_majordomus = True
+    local = world.driver.local_hook_file
+    if local:
+        (world.repo / local).unlink()
+
+
+def _an_interpreter_that_will_not_start(world: World) -> None:
+    """A virtualenv removed under its executables: the launcher and the MCP server name a python that is gone."""
+    broken = world.tmp / "broken-venv" / "bin"
+    broken.mkdir(parents=True, exist_ok=True)
+    for name in ("majordomus", "majordomus-hook", "majordomus-mcp"):
+        (broken / name).write_text(f"#!{broken / 'python'}\n")
+        (broken / name).chmod(0o755)
+    world.without_majordomus = True
+    world.extra_env = {"PATH": os.pathsep.join([str(broken), world.env()["PATH"]])}
+    local = world.driver.local_hook_file
+    if local:
+        path = world.repo / local
+        path.write_text(path.read_text().replace(str(VENV_BIN / "majordomus-hook"), str(broken / "majordomus-hook")))
+
+
+def _a_package_that_will_not_import(world: World) -> None:
+    """A half-finished upgrade: the launcher starts, and `import majordomus` fails."""
+    shadow = world.tmp / "shadow" / "majordomus"
+    shadow.mkdir(parents=True, exist_ok=True)
+    (shadow / "__init__.py").write_text("raise ImportError('a half-finished upgrade')\n")
+    world.extra_env = {"PYTHONPATH": str(shadow.parent)}
+
+
+def absent(world: World) -> FailOpen:
+    return _fail_open(world, _a_clone_without_majordomus)
+
+
+def broken_interpreter(world: World) -> FailOpen:
+    return _fail_open(world, _an_interpreter_that_will_not_start)
+
+
+def broken_package(world: World) -> FailOpen:
+    return _fail_open(world, _a_package_that_will_not_import)
+
+
 SCENARIOS: dict[str, Callable[[World], object]] = {
+    "absent": absent, "broken-interpreter": broken_interpreter, "broken-package": broken_package,
     "headless": headless, "killed": killed, "mcp": mcp, "untrusted": untrusted, "copilot-race": copilot_race,
 }
 
@@ -216,6 +286,9 @@ class Scenarios:
 
     def untrusted(self, client: str) -> Untrusted:
         return self.typed(client, "untrusted", Untrusted)
+
+    def fail_open(self, client: str, how: str) -> FailOpen:
+        return self.typed(client, how, FailOpen)
 
     def copilot_race(self) -> Race:
         return self.typed("copilot", "copilot-race", Race)

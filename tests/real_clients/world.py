@@ -106,6 +106,8 @@ class World:
         self.credential = fake_credential()
         self.wiring: bytes | None = None  # the hook file as install wrote it, while a run has it paced
         self.pace = True  # the driver may order the client's hooks for a run (Copilot); see Driver.paced
+        self.without_majordomus = False  # a teammate's machine: majordomus is not on the PATH the client starts with
+        self.extra_env: dict[str, str] = {}  # what a run adds to the client's environment (a broken install's PATH)
         self.api = FakeApi().start()
         self.runs = 0
         self.make_repository()
@@ -120,13 +122,15 @@ class World:
         home = str(self.home)
         return {
             # the venv's bin first, so the hooks and the MCP entry find this worktree's majordomus
-            "PATH": os.pathsep.join([str(VENV_BIN), self.installed.path_entry(), SYSTEM_PATH]),
+            "PATH": os.pathsep.join([*([] if self.without_majordomus else [str(VENV_BIN)]),
+                                     self.installed.path_entry(), SYSTEM_PATH]),
             "HOME": home, "XDG_CONFIG_HOME": f"{home}/.config", "XDG_CACHE_HOME": f"{home}/.cache",
             "XDG_DATA_HOME": f"{home}/.local/share", "XDG_STATE_HOME": f"{home}/.local/state",
             "TMPDIR": str(self.tmp), "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1",
             "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "Test Person", "GIT_AUTHOR_EMAIL": "test@example.invalid",
             "GIT_COMMITTER_NAME": "Test Person", "GIT_COMMITTER_EMAIL": "test@example.invalid",
             **self.driver.env(self.home, self.api.url),
+            **self.extra_env,
         }
 
     def git(self, *args: str) -> str:
