@@ -31,6 +31,8 @@ COMMANDS: dict[tuple[str, ...], tuple[str, str]] = {
                            "redact credentials older records still hold, in place"),
     ("capture", "recover"): ("majordomus.commands.recover:command", "close episodes whose end never came"),
     ("capture", "install"): ("majordomus.commands.install:command", "wire a client's hooks and MCP entry"),
+    ("capture", "uninstall"): ("majordomus.commands.install:uninstall_command",
+                               "take out exactly what capture install added"),
     ("episodes",): ("majordomus.commands.browse:episodes_command", "the episodes of this repository, newest first"),
     ("show",): ("majordomus.commands.browse:show_command", "one episode whole, or the episodes a commit was made in"),
     ("search",): ("majordomus.commands.browse:search_command", "search prompts and episodes (SQLite FTS5)"),

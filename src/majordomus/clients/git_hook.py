@@ -91,3 +91,21 @@ def install_git(root: Path) -> list[str]:
     lines.append(f"{hook}: {'updated' if ours else 'added'} (mode {mode:o}); commits made while exactly one "
                  "episode of this worktree is open and its turn is running get a Majordomus-Episode trailer")
     return lines
+
+
+def uninstall_git(root: Path, *, dry_run: bool = False) -> list[str]:
+    """Take our prepare-commit-msg hook out, and put a person's own (chained beside it) back in its place."""
+    folder = hooks_dir(root)
+    hook, chained = folder / HOOK, folder / CHAINED
+    ours = hook.is_file() and not hook.is_symlink() and MARK in hook.read_text(errors="replace")
+    prefix = "would " if dry_run else ""
+    if not ours:
+        return [f"{hook}: not majordomus's hook; nothing to remove"]
+    lines = [f"{prefix}remove {hook} (majordomus's trailer hook)"]
+    if chained.exists() or chained.is_symlink():
+        lines.append(f"{prefix}put your {HOOK} hook back from {chained.name}")
+    if not dry_run:
+        hook.unlink()
+        if chained.exists() or chained.is_symlink():
+            os.rename(chained, hook)  # moves a symlink itself, never what it points to
+    return lines

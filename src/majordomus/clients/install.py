@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from majordomus.clients import install_record
 from majordomus.clients.hook_command import LAUNCHER, is_ours, local_command, shared_command
 from majordomus.clients.install_toml import merge_codex_toml
 from majordomus.clients.providers import InstallRow, Provider, get_provider, load_providers
 from majordomus.errors import MissingError, RefusedError
-from majordomus.layout import write_atomic
+from majordomus.layout import Layout, write_atomic
 
 CONFIG_DIR_MODE = 0o755
 CONFIG_FILE_MODE = 0o644
@@ -301,6 +302,7 @@ class PlannedWrite:
     rel: str
     data: bytes
     mode: int
+    recorded: bool = True  # false for a file install only took an earlier install's entries out of
 
 
 def plan(root: Path, provider: Provider, exe: Path, mcp: Path) -> tuple[list[PlannedWrite], list[str]]:
@@ -344,32 +346,38 @@ def plan(root: Path, provider: Provider, exe: Path, mcp: Path) -> tuple[list[Pla
         changes += toml_changes
         if new_text != original:
             writes.append(PlannedWrite(rel, new_text.encode("utf-8"), _mode_for(path)))
+    moved_out = provider.config if hooks_rel and hooks_rel == shape.local_config else None
     for rel, (doc, raw, before) in docs.items():
         if raw is None or doc != before:
-            writes.append(PlannedWrite(rel, json_bytes(doc, raw), _mode_for(root / rel)))
+            writes.append(PlannedWrite(rel, json_bytes(doc, raw), _mode_for(root / rel), recorded=rel != moved_out))
     return writes, changes
 
 
-def drop_hooks(doc: dict[str, Any], provider: Provider, shape: InstallRow, rel: str, moved_to: str) -> list[str]:
-    """Take majordomus's own handlers out of a tracked file (an earlier install put them there); keep the rest."""
+def remove_hooks(doc: dict[str, Any], provider: Provider, shape: InstallRow) -> list[str]:
+    """Take majordomus's own handlers out of a hook file's document, with any group, event list or `hooks`
+    object that held nothing else; every other entry stays where it is. The client events it took them from."""
     hooks = doc.get("hooks")
     if not isinstance(hooks, dict):
         return []
     dropped: list[str] = []
-    for want in wanted_hooks(provider):
-        entries = hooks.get(want.client_event)
+    for event in dict.fromkeys(w.client_event for w in wanted_hooks(provider)):
+        tails = [w.tail for w in wanted_hooks(provider) if w.client_event == event]
+
+        def ours(handler: object, tails: list[tuple[str, ...]] = tails) -> bool:
+            return isinstance(handler, dict) and any(is_ours(handler.get(shape.command_key), t) for t in tails)
+
+        entries = hooks.get(event)
         if not isinstance(entries, list):
             continue
         kept: list[Any] = []
         changed = False
         for entry in entries:
             if shape.hook_style == "flat":
-                if isinstance(entry, dict) and is_ours(entry.get(shape.command_key), want.tail):
+                if ours(entry):
                     changed = True
                     continue
             elif isinstance(entry, dict) and isinstance(entry.get("hooks"), list):
-                inner = [h for h in entry["hooks"]
-                         if not (isinstance(h, dict) and is_ours(h.get(shape.command_key), want.tail))]
+                inner = [h for h in entry["hooks"] if not ours(h)]
                 if len(inner) != len(entry["hooks"]):
                     changed = True
                     if not inner and set(entry) <= {"hooks", "matcher"}:
@@ -377,13 +385,19 @@ def drop_hooks(doc: dict[str, Any], provider: Provider, shape: InstallRow, rel: 
                     entry = {**entry, "hooks": inner}
             kept.append(entry)
         if changed:
-            dropped.append(want.client_event)
+            dropped.append(event)
             if kept:
-                hooks[want.client_event] = kept
+                hooks[event] = kept
             else:
-                del hooks[want.client_event]
-    if not hooks:
+                del hooks[event]
+    if dropped and not hooks:
         del doc["hooks"]
+    return dropped
+
+
+def drop_hooks(doc: dict[str, Any], provider: Provider, shape: InstallRow, rel: str, moved_to: str) -> list[str]:
+    """Take majordomus's own handlers out of a tracked file (an earlier install put them there); keep the rest."""
+    dropped = remove_hooks(doc, provider, shape)
     if not dropped:
         return []
     return [f"{rel}: removed majordomus's hooks {', '.join(dropped)} (a tracked file; they now live in {moved_to})"]
@@ -419,7 +433,7 @@ def sharing_lines(provider: Provider, exe: Path) -> list[str]:
     return lines
 
 
-def ensure_ignored(root: Path, rel: str) -> list[str]:
+def ensure_ignored(root: Path, rel: str, record: install_record.InstallRecord | None = None) -> list[str]:
     """A per-person file must stay out of git: add it to the repository's own exclude file when nothing ignores it."""
     try:
         check = subprocess.run(["git", "--no-optional-locks", "-C", str(root), "check-ignore", "-q", "--", rel],
@@ -437,11 +451,14 @@ def ensure_ignored(root: Path, rel: str) -> list[str]:
     exclude = exclude if exclude.is_absolute() else root / exclude
     if exclude.is_symlink():
         return [f"note: {exclude} is a symbolic link; add {rel} to it by hand"]
-    before = exclude.read_bytes() if exclude.exists() else b""
+    before, mode = _current(exclude)
     line = f"/{rel}\n".encode()
     exclude.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(exclude, before + (b"" if not before or before.endswith(b"\n") else b"\n") + line, mode=0o644)
+    after = (before or b"") + (b"" if not before or before.endswith(b"\n") else b"\n") + line
+    write_atomic(exclude, after, mode=mode or 0o644)
     shown = exclude.relative_to(root) if exclude.is_relative_to(root) else exclude
+    if record is not None:  # by its path in the worktree, or (a linked worktree's) in the common git directory
+        record.note(str(shown), before, mode, [], after)
     return [f"{rel}: added to git's exclude file ({shown}), so it is never committed"]
 
 
@@ -453,14 +470,26 @@ def _mode_for(path: Path) -> int:
         return CONFIG_FILE_MODE
 
 
-def _ensure_parent(root: Path, rel: str) -> None:
-    """Create missing directories 0755 whatever the umask (a umask of 000 must not leave them world-writable)."""
+def _ensure_parent(root: Path, rel: str) -> list[str]:
+    """Create missing directories 0755 whatever the umask (a umask of 000 must not leave them world-writable);
+    the ones it made, outermost first, relative to the worktree."""
     path = root
+    made: list[str] = []
     for part in Path(rel).parts[:-1]:
         path = path / part
         if not path.exists():
             path.mkdir()
             os.chmod(path, CONFIG_DIR_MODE)
+            made.append(str(path.relative_to(root)))
+    return made
+
+
+def _current(path: Path) -> tuple[bytes | None, int | None]:
+    """A file's bytes and mode before install writes it; (None, None) when there is none."""
+    try:
+        return path.read_bytes(), stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return None, None
 
 
 def install(root: Path, provider_name: str) -> list[str]:
@@ -488,11 +517,19 @@ def install(root: Path, provider_name: str) -> list[str]:
     # said on every run, written or not: the client's own consent is not a file majordomus can write
     approve = [f"approve in {provider.title}: {line}" for line in
                (provider.install.approve if provider.install is not None else ())]
+    layout = Layout(root)
+    record = (install_record.load(layout, provider.name) or install_record.InstallRecord(provider.name)
+              if layout.is_initialised() else None)
     for w in writes:
-        _ensure_parent(root, w.rel)
+        before, mode = _current(root / w.rel)
+        made = _ensure_parent(root, w.rel)
         write_atomic(root / w.rel, w.data, mode=w.mode)
+        if record is not None and w.recorded:
+            record.note(w.rel, before, mode, made, w.data)
     if local and (root / local).exists():
-        changes += ensure_ignored(root, local)
+        changes += ensure_ignored(root, local, record)
+    if record is not None and record.files:
+        install_record.save(layout, record)  # what uninstall takes out again
     sharing = sharing_lines(provider, exe)
     if not writes:
         files = ", ".join(dict.fromkeys(f for f in (local, provider.config, provider.mcp_config)

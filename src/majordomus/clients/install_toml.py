@@ -131,3 +131,36 @@ def _check_toml_edit(before: dict[str, Any], new_text: str, mcp: Path, rel: str)
     if strip(after) != strip(before) or after.get("mcp_servers", {}).get("majordomus", {}).get("command") != str(mcp):
         raise InternalError(f"editing {rel} would have changed keys that are not majordomus's; nothing written",
                             f"add [mcp_servers.majordomus] command = \"{mcp}\" by hand")
+
+
+def remove_codex_server(text: str, rel: str) -> tuple[str, bool]:
+    """`[mcp_servers.majordomus]` taken out (when its command is majordomus-mcp), with the blank line install put
+    before it; every other line as it was. The result is parsed: it must hold every other key, unchanged."""
+    try:
+        before = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RefusedError(f"{rel} is not valid TOML ({exc}); majordomus refuses to rewrite it",
+                           f"fix {rel}, then run capture uninstall again") from None
+    servers = before.get("mcp_servers")
+    server = servers.get("majordomus") if isinstance(servers, dict) else None
+    if not (isinstance(server, dict) and Path(str(server.get("command", ""))).name == "majordomus-mcp"):
+        return text, False
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = text.splitlines()
+    at = _header_index(lines, ("mcp_servers", "majordomus"))
+    if at is None:
+        raise RefusedError(f"{rel} defines mcp_servers.majordomus in a form majordomus cannot edit safely",
+                           f"remove it from {rel} by hand")
+    end = next((j for j in range(at + 1, len(lines)) if _is_header(lines[j])), len(lines))
+    start = at - 1 if at > 0 and not lines[at - 1].strip() else at
+    kept = lines[:start] + lines[end:]
+    new_text = newline.join(kept) + (newline if kept else "")
+    after = tomllib.loads(new_text)
+    expected: dict[str, Any] = json.loads(json.dumps(before, default=str))
+    expected["mcp_servers"].pop("majordomus")
+    if not expected["mcp_servers"] and "mcp_servers" not in after:
+        expected.pop("mcp_servers")
+    if json.loads(json.dumps(after, default=str)) != expected:
+        raise RefusedError(f"taking [mcp_servers.majordomus] out of {rel} would change other keys; nothing written",
+                           f"remove it from {rel} by hand")
+    return new_text, True
