@@ -21,11 +21,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.runtime: pyproject.toml $(BIN)/python
+$(VENV)/.runtime: pyproject.toml scripts/majordomus-hook $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
-$(VENV)/.dev: pyproject.toml $(BIN)/python
+$(VENV)/.dev: pyproject.toml scripts/majordomus-hook $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@ $(VENV)/.runtime
 

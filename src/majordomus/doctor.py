@@ -274,14 +274,15 @@ def check_tracked_credentials(layout: Layout) -> list[Finding]:
                     f"{HISTORY}", "majordomus capture scrub --dry-run")]
 
 
-def wired_launchers(layout: Layout) -> dict[str, list[tuple[str, str | None]]]:
-    """Every hook command of ours in this repository's client files: file -> [(executable, form)], form `None` for
-    the fail-open command of this version and a sentence for an older install's bare command."""
+def wired_launchers(layout: Layout) -> dict[str, list[tuple[str, str | None, str | None]]]:
+    """Every hook command of ours in this repository's client files: file -> [(executable, form, interpreter)],
+    form `None` for the fail-open command of this version and a sentence for an older install's bare command;
+    interpreter the python the command starts the launcher with (`python -IS launcher`), else None."""
     from majordomus.clients.hook_command import LAUNCHER, parse
     from majordomus.clients.install import hook_commands, read_json_config
     from majordomus.clients.providers import load_providers
 
-    out: dict[str, list[tuple[str, str | None]]] = {}
+    out: dict[str, list[tuple[str, str | None, str | None]]] = {}
     for provider in load_providers().values():
         if provider.install is None or provider.install.hook_style is None:
             continue
@@ -300,7 +301,7 @@ def wired_launchers(layout: Layout) -> dict[str, list[tuple[str, str | None]]]:
                     fail_open = command.strip().endswith("exit 0") and Path(found.executable).name == LAUNCHER
                     form = None if fail_open else (f"runs {found.executable} without the fail-open guard (an "
                                                    "earlier install wrote it)")
-                    entry = (found.executable, form)
+                    entry = (found.executable, form, found.interpreter)
                     if entry not in out.setdefault(rel, []):
                         out[rel].append(entry)
     return out
@@ -310,33 +311,43 @@ def check_launcher(layout: Layout) -> list[Finding]:
     """Which launcher the hooks run, whether it starts here, and what went wrong when a hook failed open."""
     import shutil
 
+    from majordomus.clients.hook_command import FLAGS
+
     found: list[Finding] = []
     for rel, launchers in wired_launchers(layout).items():
-        for executable, form in launchers:
+        for executable, form, interpreter in launchers:
             resolved = executable if os.sep in executable else shutil.which(executable)
             how = f"by name, found on this PATH at {resolved}" if os.sep not in executable else "by path"
             if form is not None:
                 found.append(Finding("WARN", "hooks", rel, f"{form}: on a clone where it is missing or broken, the "
                                                            "client's turn can be refused; install again to replace it",
                                      "majordomus capture install --provider <client>"))
-            elif resolved is None or not os.access(resolved, os.X_OK):
+            elif interpreter is not None and not os.access(interpreter, os.X_OK):
+                found.append(Finding("FAIL", "hooks", rel,
+                                     f"the hooks start {executable} with {interpreter}, which is gone (the "
+                                     "virtualenv moved, or was removed): they do nothing here, and the client runs "
+                                     "as if it were not wired", "majordomus capture install --provider <client>"))
+            elif resolved is None or not os.access(resolved, os.X_OK if interpreter is None else os.R_OK):
                 where = "is not on this PATH" if os.sep not in executable else "is gone (moved, or uninstalled)"
                 found.append(Finding("WARN" if os.sep not in executable else "FAIL", "hooks", rel,
                                      f"the hooks run {executable}, which {where}: they do nothing here, and the "
                                      "client runs as if it were not wired",
                                      "majordomus capture install --provider <client>"))
             else:
-                found.append(_launcher_starts(rel, executable, str(resolved), how))
+                argv = [str(resolved)] if interpreter is None else [interpreter, FLAGS, str(resolved)]
+                how += "" if interpreter is None else f", started as {interpreter} {FLAGS}"
+                found.append(_launcher_starts(rel, executable, argv, how))
     found.extend(_hook_failures(layout))
     return found
 
 
-def _launcher_starts(rel: str, executable: str, resolved: str, how: str) -> Finding:
+def _launcher_starts(rel: str, executable: str, argv: list[str], how: str) -> Finding:
     """The launcher the hooks name starts and answers (its interpreter is there, majordomus imports)."""
+    import shlex
     import subprocess
 
     try:
-        done = subprocess.run([resolved, "--version"], capture_output=True, text=True, timeout=20,
+        done = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=20,
                               stdin=subprocess.DEVNULL)
         said = done.stdout.strip()
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -346,7 +357,7 @@ def _launcher_starts(rel: str, executable: str, resolved: str, how: str) -> Find
                                              f"{said or 'it printed nothing'}; the hooks do nothing until it is "
                                              "repaired — reinstall majordomus (pipx reinstall majordomus, or uv tool "
                                              "install --reinstall majordomus), then install the hooks again",
-                       f"{resolved} --version")
+                       f"{shlex.join(argv)} --version")
     return Finding("OK", "hooks", rel, f"the hooks run {executable} ({how}; {said}): it imports nothing before "
                                        "majordomus, and fails open")
 

@@ -16,6 +16,7 @@ from majordomus.values import value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path  # the hook path passes a majordomus.paths.LitePath: the same operations, no pathlib
 
 PRIVATE_FILE = 0o600
@@ -234,17 +235,32 @@ def create_exclusive(path: Path, data: bytes, mode: int = PRIVATE_FILE, *, durab
 
     The bytes are fsynced before the link; `durable` fsyncs the directory after it too, so the new name
     itself survives a crash of the machine (a record: see docs/decisions.md, "What the hooks fsync")."""
-    tmp = temp_name(path)  # a link under `path` is never followed: link() then fails with EEXIST, like any name
-    _write_new(tmp, data, mode, True)
+    return create_first(path.parent, iter((path.name,)), data, mode, durable=durable) is not None
+
+
+def create_first(directory: Path, names: Iterator[str], data: bytes, mode: int = PRIVATE_FILE, *,
+                 durable: bool = False) -> str | None:
+    """`create_exclusive` under the first of `names` still free in `directory`: the bytes are written and fsynced
+    once, then hard-linked under each name in turn until one is not taken (a clash costs a link(), not a write
+    and an fsync). The name published, or None when `names` ran out."""
+    tmp: Path | None = None
     try:
-        os.link(tmp, path)
-    except FileExistsError:
-        return False
+        for name in names:
+            path = directory / name
+            if tmp is None:
+                tmp = temp_name(path)  # a link under `path` is never followed: link() fails with EEXIST, like any name
+                _write_new(tmp, data, mode, True)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                continue
+            if durable:
+                fsync_dir(directory)
+            return name
+        return None
     finally:
-        _unlink_quietly(tmp)
-    if durable:
-        fsync_dir(path.parent)
-    return True
+        if tmp is not None:
+            _unlink_quietly(tmp)
 
 
 def fsync_dir(directory: Path) -> None:

@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from clients.samples import INSTALLABLE, SAMPLES, session_bytes
-from majordomus.clients.hook_command import local_command
+import majordomus
+from majordomus.clients.hook_command import local_command, parse
 from majordomus.clients.providers import get_provider
 from support import MAJORDOMUS, MAJORDOMUS_HOOK, open_files
 
@@ -67,6 +69,33 @@ def doctor_lines(repo: Path, **env: str) -> list[str]:
     return [line for line in done.stdout.splitlines() if " hooks " in f" {line} "]
 
 
+def broken_install(tmp: Path, files: dict[str, str]) -> Path:
+    """An install that is there but broken: a virtualenv of its own holding the launcher, and in its site-packages
+    `files` (name -> text) instead of a working majordomus. Its bin folder."""
+    venv = tmp / "broken-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    [site] = (venv / "lib").glob("python3.*/site-packages")
+    for rel, text in files.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(text)
+    launcher = venv / "bin" / MAJORDOMUS_HOOK.name
+    launcher.write_text(f"#!{venv / 'bin' / 'python'}\n" + MAJORDOMUS_HOOK.read_text().split("\n", 1)[1])
+    launcher.chmod(0o755)
+    return venv / "bin"
+
+
+def run_from(repo: Path, command: str, payload: bytes, bin_dir: Path) -> subprocess.CompletedProcess[bytes]:
+    """The hook command as it runs from the install in `bin_dir`: a shared one finds that launcher first on PATH, a
+    per-person one names it (and its interpreter) by path, as install would have written it there."""
+    found = parse(command)
+    assert found is not None
+    if os.sep in found.executable:
+        command = command.replace(found.executable, str(bin_dir / MAJORDOMUS_HOOK.name))
+    if found.interpreter is not None:
+        command = command.replace(found.interpreter, str(bin_dir / "python"))
+    return run_hook(repo, command, payload, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
 SHARED_HOOKS = [n for n in INSTALLABLE if not (get_provider(n).install and get_provider(n).install.local_config)]
 
 
@@ -94,12 +123,10 @@ def test_a_clone_gets_no_per_person_hook_file(initialised_repo: Path, tmp_path: 
 @pytest.mark.parametrize("name", INSTALLABLE)
 def test_a_hook_whose_package_does_not_import_fails_open_and_is_logged(initialised_repo: Path, tmp_path: Path,
                                                                        name: str) -> None:
-    broken = tmp_path / "broken" / "majordomus"
-    broken.mkdir(parents=True)
-    (broken / "__init__.py").write_text("raise ImportError('a half-finished upgrade')\n")
+    broken = broken_install(tmp_path, {"majordomus/__init__.py": "raise ImportError('a half-finished upgrade')\n"})
     install(initialised_repo, name)
-    done = run_hook(initialised_repo, start_command(initialised_repo, name),
-                    session_bytes(name, "start", f"{name}-1"), PYTHONPATH=str(broken.parent))
+    done = run_from(initialised_repo, start_command(initialised_repo, name),
+                    session_bytes(name, "start", f"{name}-1"), broken)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
     [line] = failures(initialised_repo)
     assert f"capture session --provider {name} --event start: majordomus cannot be imported (ImportError: a " \
@@ -111,15 +138,15 @@ def test_a_hook_whose_package_does_not_import_fails_open_and_is_logged(initialis
 
 def test_a_hook_that_crashes_inside_fails_open_and_names_where(initialised_repo: Path, tmp_path: Path) -> None:
     """A bug of ours in the middle of a hook: the traceback never reaches the person, the line names the frame."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(
-        "import majordomus.episodes.hook as hook\n"
-        "def crash(*args, **kwargs):\n    raise ZeroDivisionError('a value from the payload')\n"
-        "hook.run_session = crash\n")
+    broken = broken_install(tmp_path, {  # majordomus itself, and a .pth that plants a bug in it
+        "a-majordomus.pth": str(Path(majordomus.__file__).parent.parent) + "\n",
+        "b-crash.pth": "import crash\n",
+        "crash.py": "import majordomus.episodes.hook as hook\n"
+                    "def crash(*args, **kwargs):\n    raise ZeroDivisionError('a value from the payload')\n"
+                    "hook.run_session = crash\n"})
     install(initialised_repo, "gemini")
-    done = run_hook(initialised_repo, start_command(initialised_repo, "gemini"),
-                    session_bytes("gemini", "start", "g-1"), PYTHONPATH=str(site))
+    done = run_from(initialised_repo, start_command(initialised_repo, "gemini"),
+                    session_bytes("gemini", "start", "g-1"), broken)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
     [line] = failures(initialised_repo)
     assert "the hook crashed (ZeroDivisionError at " in line
@@ -149,19 +176,37 @@ def test_a_per_person_hook_whose_launcher_is_gone_does_nothing(initialised_repo:
 
 def test_a_launcher_whose_interpreter_will_not_start_does_nothing_and_doctor_says_so(initialised_repo: Path,
                                                                                      tmp_path: Path) -> None:
-    """A virtualenv deleted under a wired client: the shell cannot start the launcher; the person sees nothing."""
+    """A virtualenv deleted under a wired client: the per-person command names an interpreter that is gone; the
+    person sees nothing."""
+    install(initialised_repo, "claude-code")
+    settings = hook_file(initialised_repo, "claude-code")
+    found = parse(start_command(initialised_repo, "claude-code"))
+    assert found is not None and found.interpreter is not None  # the launcher is started as `python -IS launcher`
+    settings.write_text(settings.read_text().replace(found.interpreter, "/nonexistent/venv/bin/python"))
+    done = run_hook(initialised_repo, start_command(initialised_repo, "claude-code"),
+                    session_bytes("claude-code", "start", "c-1"))
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert open_files(initialised_repo) == {}
+    [fail] = [ln for ln in doctor_lines(initialised_repo) if ln.startswith("FAIL")]
+    assert f"the hooks start {MAJORDOMUS_HOOK} with /nonexistent/venv/bin/python, which is gone" in fail
+
+
+@pytest.mark.parametrize("name", SHARED_HOOKS)
+def test_a_launcher_on_path_whose_interpreter_will_not_start_does_nothing_and_doctor_says_so(
+        initialised_repo: Path, tmp_path: Path, name: str) -> None:
+    """The same for a shared file, which finds the launcher by name: its `#!` line names a python that is gone."""
     launcher = tmp_path / "venv" / "bin" / "majordomus-hook"
     launcher.parent.mkdir(parents=True)
     launcher.write_text("#!/nonexistent/venv/bin/python\n")
     launcher.chmod(0o755)
-    install(initialised_repo, "claude-code")
-    settings = hook_file(initialised_repo, "claude-code")
-    settings.write_text(settings.read_text().replace(str(MAJORDOMUS_HOOK), str(launcher)))
-    done = run_hook(initialised_repo, start_command(initialised_repo, "claude-code"),
-                    session_bytes("claude-code", "start", "c-1"))
+    install(initialised_repo, name)
+    path = f"{launcher.parent}{os.pathsep}{SYSTEM_PATH}"  # only it: dash would try a working one further on
+    done = run_hook(initialised_repo, start_command(initialised_repo, name), session_bytes(name, "start", "x-1"),
+                    PATH=path)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
-    [fail] = [ln for ln in doctor_lines(initialised_repo) if ln.startswith("FAIL")]
-    assert f"the hooks run {launcher} (by path), which does not start" in fail and "reinstall majordomus" in fail
+    assert open_files(initialised_repo) == {}
+    [fail] = [ln for ln in doctor_lines(initialised_repo, PATH=path) if ln.startswith("FAIL")]
+    assert f"at {launcher}), which does not start" in fail and "reinstall majordomus" in fail
 
 
 def test_doctor_says_which_launcher_each_wired_file_runs(initialised_repo: Path) -> None:

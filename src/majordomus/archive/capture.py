@@ -23,7 +23,7 @@ from majordomus.identity import (
     sha256,
     worktree_id,
 )
-from majordomus.layout import Layout, append_line, create_exclusive, ensure_dir, file_lock
+from majordomus.layout import Layout, append_line, create_first, ensure_dir, file_lock
 from majordomus.values import value
 
 TYPE_CHECKING = False
@@ -97,12 +97,16 @@ def _seen(layout: Layout, key: str, days: tuple[str, ...]) -> bool:
 
 def publish(layout: Layout, stamp: str, slug: str, data: bytes) -> str:
     """Create `<stamp>-<slug>[-n].json` exclusively: a clash takes the next suffix, without limit."""
-    directory = layout.prompts_dir
-    n = 1
+    name = create_first(layout.prompts_dir, _names(stamp, slug), data, durable=True)  # bytes and name fsynced
+    assert name is not None  # the names never run out
+    return name
+
+
+def _names(stamp: str, slug: str) -> Iterator[str]:
+    yield f"{stamp}-{slug}.json"
+    n = 2
     while True:
-        name = f"{stamp}-{slug}.json" if n == 1 else f"{stamp}-{slug}-{n}.json"
-        if create_exclusive(directory / name, data, durable=True):  # the record: bytes and name fsynced
-            return name
+        yield f"{stamp}-{slug}-{n}.json"
         n += 1
 
 

@@ -6,7 +6,10 @@ repository without majordomus, or whose virtualenv is not active, keeps a workin
 the launcher by name (it works on every clone where it is on PATH); a per-person file names this machine's
 absolute path (it needs no PATH). The launcher itself turns any failure into exit 0 and a line in
 `.ai/local/hook-failures.log`; the shell around it covers what the launcher cannot: an interpreter that will
-not start. Commands an earlier install wrote (`majordomus capture …` bare, or by absolute path) are ours too,
+not start. Where the launcher's own `#!` line names an interpreter, the per-person form starts that interpreter
+itself as `python -IS launcher`: isolated and without `site`, whose .pth work on every start is most of an
+interpreter's start-up (pip writes a script's `#!` line without flags, so the flags must be in the command).
+Commands an earlier install wrote (`majordomus capture …` bare, or by absolute path) are ours too,
 so a new install replaces them in place.
 """
 
@@ -26,6 +29,10 @@ class HookCommand:
 
     executable: str
     words: tuple[str, ...]
+    interpreter: str | None = None  # `interpreter -IS executable …`; None: the executable's own `#!` line starts it
+
+
+FLAGS = "-IS"
 
 
 def shared_command(tail: tuple[str, ...]) -> str:
@@ -36,7 +43,27 @@ def shared_command(tail: tuple[str, ...]) -> str:
 def local_command(launcher: Path, tail: tuple[str, ...]) -> str:
     """For a per-person file: this machine's launcher by absolute path, or nothing when it is gone."""
     exe = shlex.quote(str(launcher))
-    return f"[ -x {exe} ] || exit 0; {exe} {shlex.join(tail)} {QUIET}"
+    python = interpreter_of(launcher)
+    if python is None:
+        return f"[ -x {exe} ] || exit 0; {exe} {shlex.join(tail)} {QUIET}"
+    py = shlex.quote(python)
+    return f"[ -x {py} ] && [ -f {exe} ] || exit 0; {py} {FLAGS} {exe} {shlex.join(tail)} {QUIET}"
+
+
+def interpreter_of(launcher: Path) -> str | None:
+    """The interpreter the launcher's `#!` line names, when it is one absolute path the command can name instead
+    (not `#!/bin/sh` with an exec trick, not `/usr/bin/env python3`); None otherwise."""
+    try:
+        with open(launcher, "rb") as f:
+            first = f.readline(512)
+    except OSError:
+        return None
+    if not first.startswith(b"#!/") or not first.endswith(b"\n"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    if len(words) != 1 or "python" not in Path(words[0]).name:
+        return None
+    return words[0]
 
 
 def parse(command: object) -> HookCommand | None:
@@ -47,6 +74,14 @@ def parse(command: object) -> HookCommand | None:
     guard = f"command -v {LAUNCHER} >/dev/null 2>&1 || exit 0; "
     if text.startswith(guard) and text.endswith(f" {QUIET}"):
         return _words(text[len(guard):-len(QUIET) - 1], expect=LAUNCHER)
+    if text.startswith("[ -x ") and " ] && [ -f " in text and text.endswith(f" {QUIET}"):
+        head, sep, rest = text[len("[ -x "):].partition(" ] || exit 0; ")
+        python, _, launcher = head.partition(" ] && [ -f ")
+        found = _words(rest[:-len(QUIET) - 1], expect=None, interpreted=True) if sep else None
+        if found is None or found.interpreter is None or (shlex.quote(found.interpreter), shlex.quote(
+                found.executable)) != (python, launcher):
+            return None
+        return found
     if text.startswith("[ -x ") and text.endswith(f" {QUIET}"):
         head, sep, rest = text[len("[ -x "):].partition(" ] || exit 0; ")
         found = _words(rest[:-len(QUIET) - 1], expect=None) if sep else None
@@ -56,11 +91,16 @@ def parse(command: object) -> HookCommand | None:
     return _words(text, expect=None)  # what installs before fail-open wrote: `majordomus capture …` bare
 
 
-def _words(text: str, *, expect: str | None) -> HookCommand | None:
+def _words(text: str, *, expect: str | None, interpreted: bool = False) -> HookCommand | None:
     try:
         words = shlex.split(text)
     except ValueError:
         return None
+    if interpreted:
+        if len(words) < 3 or words[1] != FLAGS:
+            return None
+        found = _words(shlex.join(words[2:]), expect=expect)
+        return None if found is None else HookCommand(found.executable, found.words, words[0])
     if not words or not Path(words[0]).name.startswith("majordomus") or (expect and words[0] != expect):
         return None
     if any(w in (";", "&&", "||", "|") or w.startswith(("<", ">", "2>")) for w in words):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from majordomus.clients.evidence import last_events
-from majordomus.clients.hook_command import is_ours, parse
+from majordomus.clients.hook_command import FLAGS, is_ours, parse
 from majordomus.clients.install import (
     WantedHook,
     find_executable,
@@ -164,14 +164,16 @@ def _hook_row(root: Path, p: Provider, aspect: Aspect, pending: list[tuple[int, 
     probe = parse(_probe_command(wants, commands)[1])
     assert probe is not None  # _probe_command returns a command is_ours accepted
     resolved = _resolve(probe.executable)
-    if resolved is None:
-        named = probe.executable
+    python_gone = probe.interpreter is not None and _resolve(probe.interpreter) is None  # nothing starts the launcher
+    if resolved is None or python_gone:
+        named = probe.interpreter if python_gone and probe.interpreter is not None else probe.executable
         where = "" if os.sep in named else " on this PATH"
         return Row(p.name, aspect, capability, "named",
                    f"{rel} calls {named}, which is not an executable{where} here (so the hooks do nothing); {install}"
                    + ("" if not where else ", or put majordomus on the PATH the client starts with"), evidence)
     events = ", ".join(w.client_event for w in wants)
-    pending.append((index, _hook_selftest(root, p, aspect, [resolved, *probe.words])))
+    start = [resolved] if probe.interpreter is None else [probe.interpreter, FLAGS, resolved]
+    pending.append((index, _hook_selftest(root, p, aspect, [*start, *probe.words])))
     return Row(p.name, aspect, capability, "wired", f"{rel} calls {probe.executable} for {events}", evidence)
 
 
