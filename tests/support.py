@@ -113,3 +113,18 @@ def fill_archive(repo: Path, count: int) -> None:
             fd = os.open(layout.prompts_dir / f"{stem}{suffix}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             os.write(fd, data)
             os.close(fd)
+
+
+def broken_install(tmp: Path, files: dict[str, str]) -> Path:
+    """An install that is there but broken: a virtualenv of its own holding the launcher, and in its site-packages
+    `files` (name -> text) instead of a working majordomus. Its bin folder."""
+    venv = tmp / "broken-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    [site] = (venv / "lib").glob("python3.*/site-packages")
+    for rel, text in files.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(text)
+    launcher = venv / "bin" / MAJORDOMUS_HOOK.name
+    launcher.write_text(f"#!{venv / 'bin' / 'python'}\n" + MAJORDOMUS_HOOK.read_text().split("\n", 1)[1])
+    launcher.chmod(0o755)
+    return venv / "bin"

@@ -11,17 +11,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from clients.samples import INSTALLABLE, SAMPLES, session_bytes
 import majordomus
+from clients.samples import INSTALLABLE, SAMPLES, session_bytes
 from majordomus.clients.hook_command import local_command, parse
 from majordomus.clients.providers import get_provider
-from support import MAJORDOMUS, MAJORDOMUS_HOOK, open_files
+from support import MAJORDOMUS, MAJORDOMUS_HOOK, broken_install, open_files
 
 SYSTEM_PATH = "/usr/bin:/bin"
 
@@ -67,21 +66,6 @@ def doctor_lines(repo: Path, **env: str) -> list[str]:
     done = subprocess.run([str(MAJORDOMUS), "doctor"], cwd=repo, capture_output=True, text=True, timeout=120,
                           env={**os.environ, **env}, check=False)
     return [line for line in done.stdout.splitlines() if " hooks " in f" {line} "]
-
-
-def broken_install(tmp: Path, files: dict[str, str]) -> Path:
-    """An install that is there but broken: a virtualenv of its own holding the launcher, and in its site-packages
-    `files` (name -> text) instead of a working majordomus. Its bin folder."""
-    venv = tmp / "broken-venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    [site] = (venv / "lib").glob("python3.*/site-packages")
-    for rel, text in files.items():
-        (site / rel).parent.mkdir(parents=True, exist_ok=True)
-        (site / rel).write_text(text)
-    launcher = venv / "bin" / MAJORDOMUS_HOOK.name
-    launcher.write_text(f"#!{venv / 'bin' / 'python'}\n" + MAJORDOMUS_HOOK.read_text().split("\n", 1)[1])
-    launcher.chmod(0o755)
-    return venv / "bin"
 
 
 def run_from(repo: Path, command: str, payload: bytes, bin_dir: Path) -> subprocess.CompletedProcess[bytes]:

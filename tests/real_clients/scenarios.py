@@ -25,6 +25,7 @@ from real_clients.drivers import DRIVERS
 from real_clients.fake_api import ANSWER, Stall, Text, ToolCall
 from real_clients.pinned import Installed
 from real_clients.world import VENV_BIN, ClientFailed, Episode, Ran, World, model_texts
+from support import broken_install
 
 COPILOT_START_SECONDS = 1.5  # a slow disk or a big repository: the start's `git status` takes this much longer
 T = TypeVar("T")
@@ -212,18 +213,27 @@ def _an_interpreter_that_will_not_start(world: World) -> None:
         (broken / name).chmod(0o755)
     world.without_majordomus = True
     world.extra_env = {"PATH": os.pathsep.join([str(broken), world.env()["PATH"]])}
+    _point_local_file_at(world, broken)
+
+
+def _point_local_file_at(world: World, bin_dir: Path) -> None:
+    """The per-person file as install would have written it from the install in `bin_dir`: its launcher, and the
+    interpreter the command starts it with."""
     local = world.driver.local_hook_file
     if local:
         path = world.repo / local
-        path.write_text(path.read_text().replace(str(VENV_BIN / "majordomus-hook"), str(broken / "majordomus-hook")))
+        text = path.read_text().replace(str(VENV_BIN / "majordomus-hook"), str(bin_dir / "majordomus-hook"))
+        path.write_text(text.replace(f"{VENV_BIN / 'python'} -IS ", f"{bin_dir / 'python'} -IS ")
+                        .replace(f"[ -x {VENV_BIN / 'python'} ]", f"[ -x {bin_dir / 'python'} ]"))
 
 
 def _a_package_that_will_not_import(world: World) -> None:
-    """A half-finished upgrade: the launcher starts, and `import majordomus` fails."""
-    shadow = world.tmp / "shadow" / "majordomus"
-    shadow.mkdir(parents=True, exist_ok=True)
-    (shadow / "__init__.py").write_text("raise ImportError('a half-finished upgrade')\n")
-    world.extra_env = {"PYTHONPATH": str(shadow.parent)}
+    """A half-finished upgrade: the launcher starts, and `import majordomus` fails (an install of its own, first on
+    PATH, whose site-packages holds a majordomus that raises)."""
+    broken = broken_install(world.tmp, {"majordomus/__init__.py": "raise ImportError('a half-finished upgrade')\n"})
+    world.without_majordomus = True
+    world.extra_env = {"PATH": os.pathsep.join([str(broken), world.env()["PATH"]])}
+    _point_local_file_at(world, broken)
 
 
 def absent(world: World) -> FailOpen:

@@ -44,8 +44,9 @@ def test_a_package_that_will_not_import_is_logged_and_doctor_names_the_repair(sc
 
 
 def test_doctor_says_the_hooks_launcher_will_not_start(scenarios: Scenarios) -> None:
-    """Claude Code's per-person file names this machine's launcher by path; doctor runs it and sees it fail.
-    (A shared file names it by name, and doctor's PATH has a working one: it cannot see a client's PATH.)"""
+    """Claude Code's per-person file names this machine's launcher and its interpreter by path; doctor sees the
+    interpreter gone. (A shared file names it by name, and doctor's PATH has a working one: it cannot see a
+    client's PATH.)"""
     run = scenarios.fail_open("claude-code", "broken-interpreter")
     found = [f for f in run.doctor if f.get("category") == "hooks" and f.get("level") == "FAIL"]
-    assert any("does not start" in str(f.get("message")) for f in found), run.doctor
+    assert any("/broken-venv/bin/python, which is gone" in str(f.get("message")) for f in found), run.doctor
