@@ -1,13 +1,21 @@
-"""Hook latency: median wall time of the hook commands against `python -c pass` of the same interpreter.
+"""Hook latency: median wall time of the hook commands `capture install` writes, against `python -c pass` of the same
+interpreter, for regular (non-editable) installs made by an old pip and by a current one.
 
-Run: .venv/bin/python bench/hook_latency.py [--rounds N] [--build PATH/TO/majordomus ...]
-Each round runs the bare interpreter and every hook command once, alternated, in a throwaway repository,
-so the ratio is measured against a baseline from the same run on the same machine. With --build (repeatable),
-each named `majordomus` executable (for example a regular install of an older commit in its own venv) gets its
-own repository and its commands are alternated with the others' in every round, so builds compare fairly.
-Targets: `capture prompt` ≤ 2.0× the bare interpreter, `capture session start|end|compact|turn`
-≤ 2.2× (on this small repository), on 3.11, 3.12 and 3.13; printed beside each ratio. `--rounds 8` is the
-CI-sized report `make test` prints after the suite; a report, never an assertion.
+Run: .venv/bin/python bench/hook_latency.py [--rounds N] [--pythons 3.11 3.12 3.13] [--no-old-pip]
+
+For each Python it builds this checkout's wheel once and installs it (`--no-deps`: the hook path is stdlib only) into
+two virtualenvs: one with the pip that interpreter's own `venv` brings (pip 23.2.1 on 3.11.7, whose console scripts
+start with `import re`) and one with a current pip. Each round then runs, alternated, the bare interpreter and, for
+each install, every Claude Code hook a sitting fires (start, a plain prompt, a prompt holding a credential, compact,
+turn, end) in three forms:
+  per-person  the command Claude Code's settings.local.json holds: `python -IS majordomus-hook …` by path;
+  shared      the launcher by name, as .codex/hooks.json or .gemini/settings.json run it (its `#!` line starts it);
+  console     pip's console script `majordomus capture …` (what installs before the launcher wrote), for reference.
+Each form runs as its argv; the `sh -c` a client wraps it in costs the same for every form and is printed once.
+Targets (the per-person and shared forms): plain prompt ≤ 1.8×, prompt holding a credential ≤ 2.5×, session
+start/end ≤ 2.0×, compact/turn ≤ 2.2×. Every run is checked: a non-zero exit, a line in hook-failures.log, or a
+record missing at the end is an error, and the bench exits 1. A report, never an assertion on wall clock:
+`make test` prints a CI-sized run (`--rounds 8`, this interpreter).
 """
 
 from __future__ import annotations
@@ -23,92 +31,157 @@ import tempfile
 import time
 from pathlib import Path
 
-BIN = Path(sys.executable).parent
-MAJORDOMUS = str(BIN / "majordomus") if (BIN / "majordomus").exists() else shutil.which("majordomus")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from majordomus.clients.hook_command import local_command  # noqa: E402 - after the path
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGETS = {"start": 2.0, "prompt": 1.8, "credential": 2.5, "compact": 2.2, "turn": 2.2, "end": 2.0}
+CREDENTIAL = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # a GitHub token's shape; redaction replaces it
+SHELL = "sh -c 'python -c pass'"
+GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x.invalid", "GIT_COMMITTER_NAME": "b",
+           "GIT_COMMITTER_EMAIL": "b@x.invalid"}
 
 
-def timed(argv: list[str], cwd: Path, payload: bytes = b"") -> float:
+def find_python(version: str) -> str | None:
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
+        return sys.executable
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found = sorted(root.glob(f"{version}.*/bin/python{version}"), key=lambda p: [int(x) for x in
+                   p.parts[-3].split(".") if x.isdigit()])
+    return str(found[-1]) if found else shutil.which(f"python{version}")
+
+
+def run(argv: list[str], **kw: object) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(argv, capture_output=True, check=True, **kw)  # type: ignore[call-overload,no-any-return]
+
+
+class Install:
+    """One virtualenv holding the wheel, and a repository whose hooks run from it."""
+
+    def __init__(self, tmp: Path, python: str, wheel: Path, name: str, upgrade_pip: bool) -> None:
+        self.name, self.venv = name, tmp / name
+        run([python, "-m", "venv", str(self.venv)])
+        py = self.venv / "bin" / "python"
+        if upgrade_pip:
+            run([str(py), "-m", "pip", "install", "-q", "--upgrade", "pip"])
+        run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)])
+        self.pip = run([str(py), "-m", "pip", "--version"]).stdout.decode().split()[1]
+        self.python = str(py)
+        self.repo = tmp / f"repo-{name}"
+        self.repo.mkdir()
+        env = {**os.environ, **GIT_ENV}
+        for cmd in (["git", "init", "-q"], ["git", "commit", "-q", "--allow-empty", "-m", "x"],
+                    [str(Path(sys.executable).parent / "majordomus"), "init"]):
+            run(cmd, cwd=self.repo, env=env)
+        launcher = self.venv / "bin" / "majordomus-hook"
+        self.per_person_argv = local_command(launcher, ("X",)).split("; ", 1)[1].split(" X ")[0].split()
+        self.prompts = 0
+
+
+def argv_of(install: Install, form: str, tail: tuple[str, ...]) -> list[str]:
+    if form == "per-person":  # what the command runs after its guard: `python -IS launcher …`
+        return [*install.per_person_argv, *tail]
+    if form == "shared":
+        return [str(install.venv / "bin" / "majordomus-hook"), *tail]
+    return [str(install.venv / "bin" / "majordomus"), *tail]
+
+
+def timed(argv: list[str], cwd: Path, payload: bytes, errors: list[str], what: str) -> float:
     t0 = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, input=payload, capture_output=True)
+    done = subprocess.run(argv, cwd=cwd, input=payload, capture_output=True, check=False)
     elapsed = time.perf_counter() - t0
     if done.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed: {done.stderr.decode()}")
+        errors.append(f"{what}: exit {done.returncode}: {done.stderr.decode(errors='replace')[:200]}")
     return elapsed
 
 
-def session_events(exe: str, repo: Path) -> tuple[str, ...]:
-    """The boundary events this build offers beyond start and end (an older build has no `turn`)."""
-    said = subprocess.run([exe, "capture", "session", "--help"], cwd=repo, capture_output=True, text=True)
-    return tuple(e for e in ("compact", "turn") if e in said.stdout + said.stderr)
+def sitting(install: Install, form: str, i: int, samples: dict[str, list[float]], errors: list[str]) -> None:
+    sid = f"{form}-{i}"
+    session = ("capture", "session", "--provider", "claude-code", "--event")
+    prompt = ("capture", "prompt", "--provider", "claude-code")
+    steps = [
+        ("start", (*session, "start"), {"hook_event_name": "SessionStart", "source": "startup"}),
+        ("prompt", prompt, {"hook_event_name": "UserPromptSubmit", "prompt": f"please refactor module {i} and "
+                                                                              "keep the tests green"}),
+        ("credential", prompt, {"hook_event_name": "UserPromptSubmit", "prompt": f"push with {CREDENTIAL} {i}"}),
+        ("compact", (*session, "compact"), {"hook_event_name": "PreCompact", "trigger": "manual"}),
+        ("turn", (*session, "turn"), {"hook_event_name": "Stop"}),
+        ("end", (*session, "end"), {"hook_event_name": "SessionEnd", "reason": "logout"}),
+    ]
+    for kind, tail, body in steps:
+        payload = json.dumps({"session_id": sid, "cwd": str(install.repo), **body}).encode()
+        key = f"{install.name} {form} {kind}"
+        samples.setdefault(key, []).append(timed(argv_of(install, form, tail), install.repo, payload, errors, key))
+    install.prompts += 2
 
 
-def setup_repo(root: Path, exe: str) -> tuple[Path, bool]:
-    repo = root / f"repo-{abs(hash(exe))}"
-    repo.mkdir()
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x.invalid", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@x.invalid"}
-    for cmd in (["git", "init", "-q"], ["git", "commit", "-q", "--allow-empty", "-m", "x"], [exe, "init"]):
-        subprocess.run(cmd, cwd=repo, check=True, capture_output=True, env=env)
-    has_prompt = subprocess.run([exe, "capture", "prompt", "--help"], cwd=repo, capture_output=True).returncode == 0
-    return repo, has_prompt
+def check(install: Install, errors: list[str]) -> None:
+    log = install.repo / ".ai/local/hook-failures.log"
+    if log.exists() and log.read_text().strip():
+        errors.append(f"{install.name}: hook-failures.log: {log.read_text()[:300]}")
+    records = list((install.repo / ".ai/local/prompts").glob("*.json"))
+    if len(records) != install.prompts:
+        errors.append(f"{install.name}: {len(records)} prompt records, {install.prompts} prompts captured")
+    held = [r.name for r in records if CREDENTIAL in r.read_text()]
+    if held:
+        errors.append(f"{install.name}: the credential reached {held[:3]}")
+
+
+def bench_python(version: str, python: str, rounds: int, old_pip: bool, wheel: Path, tmp: Path) -> list[str]:
+    errors: list[str] = []
+    installs = [Install(tmp, python, wheel, f"{version}-current-pip", upgrade_pip=True)]
+    if old_pip:
+        installs.insert(0, Install(tmp, python, wheel, f"{version}-venv-pip", upgrade_pip=False))
+    samples: dict[str, list[float]] = {"python -c pass": [], SHELL: []}
+    bare_python = installs[0].python
+    for i in range(rounds):
+        samples["python -c pass"].append(timed([bare_python, "-c", "pass"], tmp, b"", errors, "python -c pass"))
+        samples[SHELL].append(timed(["sh", "-c", f"{bare_python} -c pass"], tmp, b"", errors,
+                                                       "sh -c"))
+        for install in installs:
+            for form in ("per-person", "shared", "console"):
+                sitting(install, form, i, samples, errors)
+    for install in installs:
+        check(install, errors)
+    bare = statistics.median(samples["python -c pass"])
+    print(f"\nPython {version} ({python}), {rounds} alternated rounds; python -c pass {bare * 1000:.1f} ms, "
+          f"the shell a client wraps a command in +{(statistics.median(samples[SHELL]) - bare) * 1000:.1f} ms")
+    for install in installs:
+        print(f"  {install.name}: pip {install.pip}")
+        print(f"    {'hook':<11}" + "".join(f"{form:>22}" for form in ("per-person", "shared", "console"))
+              + f"{'target':>9}")
+        for kind, target in TARGETS.items():
+            cells = []
+            for form in ("per-person", "shared", "console"):
+                med = statistics.median(samples[f"{install.name} {form} {kind}"])
+                over = "" if form == "console" or med / bare <= target else " !"
+                cells.append(f"{med * 1000:7.1f} ms {med / bare:5.2f}×{over:2}")
+            print(f"    {kind:<11}" + "".join(f"{c:>22}" for c in cells) + f"{'≤ ' + str(target):>9}")
+    return errors
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--rounds", type=int, default=40)
-    ap.add_argument("--build", action="append", default=[], help="another majordomus executable to alternate with")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--pythons", nargs="*", default=[f"{sys.version_info[0]}.{sys.version_info[1]}"])
+    ap.add_argument("--no-old-pip", action="store_true", help="only the current pip's install")
     args = ap.parse_args()
-    if not MAJORDOMUS:
-        raise SystemExit("majordomus is not installed in this interpreter's environment; run make demo first")
-    # pip byte-compiles a regular install; an editable one (and PYTHONDONTWRITEBYTECODE) would make every
-    # run compile our sources again, which is not what a user's hook pays
-    import compileall
-
-    import majordomus
-
-    compileall.compile_dir(str(Path(majordomus.__file__).parent), quiet=1)
-    builds = [MAJORDOMUS, *args.build]
-    for exe in args.build:
-        if not os.access(exe, os.X_OK):
-            raise SystemExit(f"--build {exe}: not an executable; give the path of a majordomus script")
-    with tempfile.TemporaryDirectory() as tmp:
-        repos = {exe: setup_repo(Path(tmp), exe) for exe in builds}
-        offered = {exe: session_events(exe, repos[exe][0]) for exe in builds}
-        samples: dict[str, list[float]] = {"python -c pass": []}
-        label = {exe: ("" if len(builds) == 1 else f" [{i}]") for i, exe in enumerate(builds)}
-        for i in range(args.rounds):
-            ps = f"bench-{i}"
-            samples["python -c pass"].append(timed([sys.executable, "-c", "pass"], Path(tmp)))
-            for exe in builds:
-                repo, has_prompt = repos[exe]
-                base = [exe, "capture", "session", "--provider", "claude-code", "--event"]
-                samples.setdefault(f"capture session start{label[exe]}", []).append(
-                    timed([*base, "start"], repo, json.dumps({"session_id": ps, "source": "startup"}).encode()))
-                if has_prompt:
-                    body = {"session_id": ps, "prompt_id": f"p-{i}", "hook_event_name": "UserPromptSubmit",
-                            "prompt": f"please refactor module {i} and keep the tests green"}
-                    samples.setdefault(f"capture prompt{label[exe]}", []).append(
-                        timed([exe, "capture", "prompt", "--provider", "claude-code"], repo,
-                              json.dumps(body).encode()))
-                for event in offered[exe]:
-                    samples.setdefault(f"capture session {event}{label[exe]}", []).append(
-                        timed([*base, event], repo, json.dumps({"session_id": ps}).encode()))
-                samples.setdefault(f"capture session end{label[exe]}", []).append(
-                    timed([*base, "end"], repo, json.dumps({"session_id": ps, "reason": "logout"}).encode()))
-    bare = statistics.median(samples["python -c pass"])
-    print(f"hook latency, {args.rounds} alternated rounds, {sys.implementation.name} {sys.version.split()[0]}")
-    if len(builds) > 1:
-        for exe in builds:
-            print(f"  build{label[exe]}: {exe}")
-    print(f"{'command':<32} {'median ms':>10} {'p90 ms':>8} {'× bare':>7} {'target':>7}")
-    for name, values in samples.items():
-        med = statistics.median(values)
-        p90 = sorted(values)[max(0, int(len(values) * 0.9) - 1)]
-        target = "" if name == "python -c pass" else ("≤ 2.0" if name.startswith("capture prompt") else "≤ 2.2")
-        print(f"{name:<32} {med * 1000:>10.1f} {p90 * 1000:>8.1f} {med / bare:>7.2f} {target:>7}")
-    if any(not has for _, has in repos.values()):
-        print("(capture prompt is not available in one build; not measured there)")
-    return 0
+    errors: list[str] = []
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "wheel"), str(ROOT)])
+        [wheel] = (tmp / "wheel").glob("majordomus-*.whl")
+        print(f"hook latency: {wheel.name}, installed --no-deps; '!' marks a ratio over its target")
+        for version in args.pythons:
+            python = find_python(version)
+            if python is None:
+                print(f"\nPython {version}: not found on this machine (pyenv or PATH); skipped")
+                continue
+            errors += bench_python(version, python, args.rounds, not args.no_old_pip, wheel, tmp)
+    for line in errors[:20]:
+        print(f"ERROR {line}")
+    print(f"\n{len(errors)} error(s)")
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +232,19 @@ def test_the_per_person_command_names_its_launcher_quoted(tmp_path: Path) -> Non
     done = subprocess.run(["sh", "-c", command], capture_output=True, check=False)
     assert (done.returncode, done.stderr) == (0, b"")
     assert (tmp_path / "said").read_text() == "capture prompt --provider x\n"
+
+
+@pytest.mark.parametrize("flags", ["", " -E"])
+def test_the_per_person_command_starts_the_launchers_own_interpreter_isolated(tmp_path: Path, flags: str) -> None:
+    """pip writes the launcher's `#!` line with or without `-E`: the command names that interpreter with -IS either
+    way, and the launcher then runs without `site` (no .pth file of the environment is read)."""
+    launcher = tmp_path / "bin" / "majordomus-hook"
+    launcher.parent.mkdir()
+    launcher.write_text(f"#!{sys.executable}{flags}\nimport sys\nprint(sys.flags.isolated, sys.flags.no_site, "
+                        "'site' in sys.modules, sys.argv[1:])\n")
+    launcher.chmod(0o755)
+    command = local_command(launcher, ("capture", "prompt", "--provider", "x"))
+    assert command.startswith(f"[ -x {sys.executable} ] && [ -f {launcher} ] || exit 0; {sys.executable} -IS ")
+    done = subprocess.run(["sh", "-c", command.replace(" 2>/dev/null", "")], capture_output=True, text=True,
+                          check=False)
+    assert (done.returncode, done.stdout) == (0, "1 1 False ['capture', 'prompt', '--provider', 'x']\n"), done

@@ -52,7 +52,7 @@ def local_command(launcher: Path, tail: tuple[str, ...]) -> str:
 
 def interpreter_of(launcher: Path) -> str | None:
     """The interpreter the launcher's `#!` line names, when it is one absolute path the command can name instead
-    (not `#!/bin/sh` with an exec trick, not `/usr/bin/env python3`); None otherwise."""
+    (not `#!/bin/sh` with an exec trick, not `/usr/bin/env python3`), with or without a flag; None otherwise."""
     try:
         with open(launcher, "rb") as f:
             first = f.readline(512)
@@ -61,8 +61,9 @@ def interpreter_of(launcher: Path) -> str | None:
     if not first.startswith(b"#!/") or not first.endswith(b"\n"):
         return None
     words = first[2:].decode("utf-8", "replace").split()
-    if len(words) != 1 or "python" not in Path(words[0]).name:
-        return None
+    if not 1 <= len(words) <= 2 or "python" not in Path(words[0]).name or not all(
+            w.startswith("-") for w in words[1:]):
+        return None  # its own flags (pip writes `-E` in some versions) give way to -IS, which holds -E
     return words[0]
 
 
