@@ -6,6 +6,7 @@ import os
 import stat
 from collections.abc import Callable
 
+from majordomus.errors import RefusedError
 from majordomus.layout import (
     PRIVATE_DIR,
     PRIVATE_FILE,
@@ -15,14 +16,13 @@ from majordomus.layout import (
     sweep_stale_temps,
     write_atomic,
 )
-from majordomus.errors import RefusedError
 from majordomus.policy import (
     DEFAULTS,
     Unplaceable,
-    validate_raw,
     default_policy_text,
     load_policy,
     same_values,
+    validate_raw,
     with_missing_keys,
 )
 
@@ -86,14 +86,15 @@ def _policy(layout: Layout) -> list[str]:
         after = yaml.safe_load(after_text)
     except (Unplaceable, yaml.YAMLError, ValueError, RecursionError):
         after_text, after = "", None
+    joined = {dotted.split(".", 1)[0] for dotted in missing}  # sections the missing keys go into
+    kept = {k: v for k, v in before.items() if not (v is None and k in joined)}  # `section:` gains its keys
     written = {**{k: policy.values[k] for k in policy.declared if k in policy.values}, **missing}
-    if (not isinstance(after, dict) or not same_values(before, after)
-            or set(after) - set(before) - {dotted.split(".", 1)[0] for dotted in missing}
+    if (not isinstance(after, dict) or not same_values(kept, after) or set(after) - set(before) - joined
             or validate_raw(after, path).problems != policy.problems
             or any(validate_raw(after, path).values[k] != v for k, v in written.items())):
-        raise RefusedError(f"update left {rel} as it was: it cannot add {', '.join(missing)} there without "
-                           "changing what you wrote",
-                           "add them by hand (docs/reference names each default), then run majordomus doctor")
+        keys = ", ".join(f"{k}: {v}" for k, v in missing.items())
+        raise RefusedError(f"update left {rel} as it was: it cannot add {keys} there without changing what "
+                           "you wrote", "add them by hand, then run majordomus doctor")
     write_atomic(path, after_text.encode("utf-8"), stat.S_IMODE(path.stat().st_mode))
     return [f"added {', '.join(missing)} to {rel}"]
 

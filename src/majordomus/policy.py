@@ -195,7 +195,7 @@ def with_missing_keys(text: str, missing: dict[str, int]) -> str:
         section, key = dotted.split(".", 1)
         sections.setdefault(section, {})[key] = number
     inserts: list[tuple[int, str]] = []
-    if root is None or (isinstance(root, yaml.ScalarNode) and root.tag.endswith(":null") and root.value == ""):
+    if root is None or _empty(root):
         if "\n..." in "\n" + text:
             raise Unplaceable("a document end marker")
         body = _block_sections(sections, 0, 2, newline, comments=True)
@@ -211,7 +211,7 @@ def with_missing_keys(text: str, missing: dict[str, int]) -> str:
             new_sections[section] = keys
         elif isinstance(node, yaml.MappingNode):
             inserts.append(_into(text, node, keys, unit, newline))
-        elif isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null") and node.value == "" and not root.flow_style:
+        elif _empty(node) and not root.flow_style:
             key_node = next(k for k, v in root.value if v is node)  # `section:` and nothing after it
             inserts.append(_under(text, key_node.end_mark.index, key_node.start_mark.column + unit, keys, newline))
         else:
@@ -231,6 +231,13 @@ def with_missing_keys(text: str, missing: dict[str, int]) -> str:
                                key=lambda item: (item[1], item[0]), reverse=True):
         text = text[:at] + piece + text[at:]
     return text
+
+
+def _empty(node: Any) -> bool:
+    """A null written as nothing at all (`section:` alone, or a document of comments)."""
+    import yaml
+
+    return isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null") and node.value == ""
 
 
 def _indent_unit(root: Any) -> int:
