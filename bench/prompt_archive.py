@@ -2,7 +2,9 @@
 
 1. `capture prompt` latency against the bare interpreter (`python -c pass`), alternated, medians and ratio.
 2. reconcile, prune, render and doctor's archive findings on synthetic archives of 1k, 10k and 100k records
-   (written directly as files): time per record at each size, and the growth ratio against 1k.
+   (written directly as files): time per record at each size, and the growth ratio against 1k; and a migrated
+   archive (100k orphan records across 500 provider sessions, no episodes): doctor, reconcile --dry-run and
+   prune --dry-run against the bare read+parse of the same records.
 3. redaction throughput on ordinary prose, and the worst time per MB on adversarial input.
 
     .venv/bin/python bench/prompt_archive.py [--quick]     # --quick skips the 100k archive
@@ -128,6 +130,67 @@ def synthesize(root: Path, count: int, base: datetime = BASE) -> Layout:
                 os.utime(fd, ns=(0, int(time.time()) * 10**9 + mark))
                 os.close(fd)
     return layout
+
+
+def synthesize_orphans(root: Path, count: int, sessions: int = 500, base: datetime = BASE) -> Layout:
+    """A migrated archive: `count` records across `sessions` provider sessions, every one an orphan (captured
+    when no episode was open), no episode, working context or closed record anywhere: tier 3 has no candidate,
+    so nothing links and every record stays as it is."""
+    layout = Layout(root)
+    for d in (layout.prompts_dir, layout.sessions_open, layout.contexts_dir, layout.sessions_dir, layout.locks,
+              layout.policy_file.parent):
+        d.mkdir(parents=True, exist_ok=True)
+    os.chmod(layout.prompts_dir, 0o700)
+    span = 200 * 86400
+    here = worktree_id(root)
+    for i in range(count):
+        moment = base + timedelta(seconds=i * span // count)
+        record = rec.PromptRecord.from_members({
+            "schema": rec.SCHEMA, "started_at": rfc3339(moment), "provider": "claude-code",
+            "event": "UserPromptSubmit", "id": f"id-{i}", "session": f"ps-{i % sessions}", "episode": None,
+            "episode_link": "orphan", "repository_id": "local:bench", "worktree_id": here, "source": None,
+            "cwd": str(root), "branch": "main", "head": "0" * 40,
+            "text": f"Prompt {i}: please refactor the module and explain the change in plain words. " * 3})
+        fd = os.open(layout.prompts_dir / f"{moment:%Y%m%d%H%M%S}-prompt-{i}.json",
+                     os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, rec.dumps(record))
+        os.close(fd)
+    return layout
+
+
+def orphans(tmp: Path, count: int = 100000, sessions: int = 500, rounds: int = 5) -> None:
+    """The migrated shape: doctor, reconcile --dry-run and prune --dry-run against the bare read+parse of the
+    same records, alternated, `rounds` times; medians and ratios."""
+    root = tmp / "orphans"
+    git_repo(root)
+    layout = synthesize_orphans(root, count, sessions)
+    os.sync()
+    child([sys.executable, "-c", BARE, str(layout.prompts_dir)], root)  # untimed: every round reads a warm cache
+    steps = (("doctor", ["doctor"], None), ("reconcile --dry-run", ["capture", "reconcile", "--dry-run"], 1.5),
+             ("prune --dry-run", ["capture", "prune", "--dry-run"], None))
+    bare: list[float] = []
+    took: dict[str, list[float]] = {step: [] for step, _, _ in steps}
+    flags: dict[str, str] = {step: "" for step, _, _ in steps}
+    for _ in range(rounds):
+        for step, argv, _ in steps:
+            bare_s, _, _, _, counted = child([sys.executable, "-c", BARE, str(layout.prompts_dir)], root)
+            bare.append(bare_s)
+            seconds, _, _, code, printed = child([str(MAJORDOMUS), *argv], root)
+            took[step].append(seconds)
+            if code not in (0, 1):
+                flags[step] = f"  (exit {code})"
+            if step == "reconcile --dry-run" and f"{count} record(s); 0 would be linked, 0 already linked, " \
+                    f"{count} have no evidence" not in printed:
+                flags[step] += f"  WRONG: {printed.strip()[:120]}"
+    b = statistics.median(bare)
+    print(f"\nmigrated archive: {count} orphan records across {sessions} provider sessions, no episodes "
+          f"({rounds} alternated rounds, medians; bare read+parse {b:.2f} s)")
+    for step, _, target in steps:
+        m = statistics.median(took[step])
+        runs = ", ".join(f"{x / b:.2f}x" for x in took[step])
+        print(f"  {step:<22} {m:7.2f} s   ratio {m / b:5.2f}x  {'<= ' + str(target) + 'x' if target else '':>8}"
+              f"   (runs {runs}){flags[step]}")
+    shutil.rmtree(root)
 
 
 def operations(layout: Layout) -> dict[str, float]:
@@ -371,14 +434,19 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="skip the 100k archive")
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--commands-only", action="store_true", help="only the real commands and the footprint")
+    ap.add_argument("--orphans-only", action="store_true", help="only the migrated archive of orphan records")
     args = ap.parse_args()
     sizes = [1000, 10000] if args.quick else [10000, 100000]
     with tempfile.TemporaryDirectory() as tmp:
+        if args.orphans_only:
+            orphans(Path(tmp), 10000 if args.quick else 100000)
+            return
         if not args.commands_only:
             latency(Path(tmp), args.rounds)
             archives(Path(tmp), [1000, 10000] if args.quick else [1000, 10000, 100000])
         footprint(Path(tmp))
         commands(Path(tmp), sizes)
+        orphans(Path(tmp), 10000 if args.quick else 100000)
     if not args.commands_only:
         redaction()
 

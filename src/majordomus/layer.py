@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Callable
 
+from majordomus.errors import RefusedError
 from majordomus.layout import (
     PRIVATE_DIR,
     PRIVATE_FILE,
@@ -16,7 +16,15 @@ from majordomus.layout import (
     sweep_stale_temps,
     write_atomic,
 )
-from majordomus.policy import default_policy_text, load_policy, missing_keys
+from majordomus.policy import (
+    DEFAULTS,
+    Unplaceable,
+    default_policy_text,
+    load_policy,
+    same_values,
+    validate_raw,
+    with_missing_keys,
+)
 
 SHARED_DIR = 0o755
 IGNORE_LINE = ".ai/local/"
@@ -63,20 +71,32 @@ def _policy(layout: Layout) -> list[str]:
     if not path.exists():
         write_atomic(path, default_policy_text().encode(), 0o644)
         return [f"wrote {path.relative_to(layout.root)} with the defaults"]
-    missing = missing_keys(layout)
+    policy = load_policy(layout)  # a policy that does not parse: exit 10, the file as it was
+    missing = {k: v for k, v in DEFAULTS.items() if k not in policy.declared}
     if not missing:
         return []
-    text = path.read_text(encoding="utf-8")
-    for dotted, value in missing.items():
-        section, key = dotted.split(".", 1)
-        header = re.search(rf"^{re.escape(section)}:[ \t]*(#.*)?$", text, re.MULTILINE)
-        if header:  # a key of an existing block goes inside it, never in a second block of the same name
-            text = text[: header.end()] + f"\n  {key}: {value}" + text[header.end():]
-        else:
-            text = text.rstrip("\n") + f"\n{section}:\n  {key}: {value}\n"
-    write_atomic(path, text.encode(), 0o644)
-    load_policy(layout)  # what we wrote must still parse
-    return [f"added {', '.join(missing)} to {path.relative_to(layout.root)}"]
+    rel = path.relative_to(layout.root)
+    data = path.read_bytes()  # bytes: a CRLF file keeps its line breaks
+    text = data.decode("utf-8")
+    import yaml  # the update path only
+
+    before = yaml.safe_load(text) or {}
+    try:
+        after_text = with_missing_keys(text, missing)
+        after = yaml.safe_load(after_text)
+    except (Unplaceable, yaml.YAMLError, ValueError, RecursionError):
+        after_text, after = "", None
+    joined = {dotted.split(".", 1)[0] for dotted in missing}  # sections the missing keys go into
+    kept = {k: v for k, v in before.items() if not (v is None and k in joined)}  # `section:` gains its keys
+    written = {**{k: policy.values[k] for k in policy.declared if k in policy.values}, **missing}
+    if (not isinstance(after, dict) or not same_values(kept, after) or set(after) - set(before) - joined
+            or validate_raw(after, path).problems != policy.problems
+            or any(validate_raw(after, path).values[k] != v for k, v in written.items())):
+        keys = ", ".join(f"{k}: {v}" for k, v in missing.items())
+        raise RefusedError(f"update left {rel} as it was: it cannot add {keys} there without changing what "
+                           "you wrote", "add them by hand, then run majordomus doctor")
+    write_atomic(path, after_text.encode("utf-8"), stat.S_IMODE(path.stat().st_mode))
+    return [f"added {', '.join(missing)} to {rel}"]
 
 
 def _gitignore(layout: Layout) -> list[str]:
@@ -118,7 +138,8 @@ def _stale_temps(layout: Layout) -> list[str]:
     return [f"removed {removed} stale temp file(s) of killed writes from .ai/repo/"] if removed else []
 
 
-STEPS: tuple[Step, ...] = (_dirs, _archive_files, _policy, _gitignore, _repo_ignore, _readme, _stale_temps)
+# the policy last: a policy update refuses to touch leaves the rest of the layer converged
+STEPS: tuple[Step, ...] = (_dirs, _archive_files, _gitignore, _repo_ignore, _readme, _stale_temps, _policy)
 
 
 def converge(layout: Layout) -> list[str]:

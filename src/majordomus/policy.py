@@ -75,7 +75,7 @@ def _shown(value: int) -> str:
     return f"{value:,}" if value < 10**30 else "a number of more than 30 digits"
 
 
-def _validate(raw: Any, source: Path) -> Policy:
+def validate_raw(raw: Any, source: Path) -> Policy:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -139,7 +139,7 @@ def load_policy(layout: Layout) -> Policy:
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise ContractError(f"{path.relative_to(layout.root)} does not parse{where}",
                             "fix the YAML, then run majordomus doctor") from exc
-    return _validate(raw, path)
+    return validate_raw(raw, path)
 
 
 def cached_values(layout: Layout) -> dict[str, int]:
@@ -172,7 +172,129 @@ def cached_values(layout: Layout) -> dict[str, int]:
     return values
 
 
-def missing_keys(layout: Layout) -> dict[str, int]:
-    """Keys `update` may add: absent from the file (never a value the person wrote)."""
-    policy = load_policy(layout)
-    return {k: v for k, v in DEFAULTS.items() if k not in policy.declared}
+
+class Unplaceable(Exception):
+    """The missing keys have no place in this file that keeps every byte the person wrote."""
+
+
+def with_missing_keys(text: str, missing: dict[str, int]) -> str:
+    """`text` with each missing key inserted in the style of the mapping it joins, and nothing else changed.
+
+    Insertions only, at positions PyYAML's nodes give: inside a flow mapping before its `}`, under a block
+    mapping at its keys' column after its last pair, a new section after the file's last line (or inside a
+    flow document). Every byte the person wrote stays, comments and quoting and indents with it. Raises
+    Unplaceable where no such place is known (an explicit null section, a document end marker, ...); the
+    caller still re-reads the result and refuses what does not read back the same.
+    """
+    import yaml  # the update path only, never the hook path
+
+    newline = "\r\n" if "\r\n" in text else "\n"
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    sections: dict[str, dict[str, int]] = {}
+    for dotted, number in missing.items():
+        section, key = dotted.split(".", 1)
+        sections.setdefault(section, {})[key] = number
+    inserts: list[tuple[int, str]] = []
+    if root is None or _empty(root):
+        if "\n..." in "\n" + text:
+            raise Unplaceable("a document end marker")
+        body = _block_sections(sections, 0, 2, newline, comments=True)
+        return text + ("" if not text or text.endswith(("\n", "\r")) else newline) + body
+    if not isinstance(root, yaml.MappingNode):
+        raise Unplaceable("not a mapping")
+    unit = _indent_unit(root)
+    pairs = {k.value: v for k, v in root.value if isinstance(k, yaml.ScalarNode)}  # the last of a duplicate wins
+    new_sections: dict[str, dict[str, int]] = {}
+    for section, keys in sections.items():
+        node = pairs.get(section)
+        if node is None:
+            new_sections[section] = keys
+        elif isinstance(node, yaml.MappingNode):
+            inserts.append(_into(text, node, keys, unit, newline))
+        elif _empty(node) and not root.flow_style:
+            key_node = next(k for k, v in root.value if v is node)  # `section:` and nothing after it
+            inserts.append(_under(text, key_node.end_mark.index, key_node.start_mark.column + unit, keys, newline))
+        else:
+            raise Unplaceable(f"{section} holds no mapping")
+    if new_sections:
+        if root.flow_style:
+            inserts.append(_into_flow(root, {s: "{" + ", ".join(f"{k}: {v}" for k, v in keys.items()) + "}"
+                                             for s, keys in new_sections.items()}))
+        else:
+            if "\n..." in "\n" + text:
+                raise Unplaceable("a document end marker")
+            column = root.value[0][0].start_mark.column if root.value else 0
+            sep = "" if text.endswith(("\n", "\r")) else newline
+            inserts.append((len(text), sep + _block_sections(new_sections, column, unit, newline, comments=False)))
+    # from the end back, so each position still means what it meant; of two at one place, the first stays first
+    for _, at, piece in sorted(((i, at, piece) for i, (at, piece) in enumerate(inserts)),
+                               key=lambda item: (item[1], item[0]), reverse=True):
+        text = text[:at] + piece + text[at:]
+    return text
+
+
+def _empty(node: Any) -> bool:
+    """A null written as nothing at all (`section:` alone, or a document of comments)."""
+    import yaml
+
+    return isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null") and node.value == ""
+
+
+def _indent_unit(root: Any) -> int:
+    """How far the person indents a section's keys under its name (2 when no block section says)."""
+    import yaml
+
+    for key, node in root.value:
+        if isinstance(node, yaml.MappingNode) and not node.flow_style and node.value:
+            step = node.value[0][0].start_mark.column - key.start_mark.column
+            if step > 0:
+                return int(step)
+    return 2
+
+
+def _block_sections(sections: dict[str, dict[str, int]], column: int, unit: int, newline: str, *,
+                    comments: bool) -> str:
+    pad = " " * column
+    lines = []
+    for section, keys in sections.items():
+        if comments:
+            lines.append(f"{pad}# {_COMMENTS.get(section, section)}")
+        lines.append(f"{pad}{section}:")
+        lines.extend(f"{pad}{' ' * unit}{key}: {number}" for key, number in keys.items())
+    return newline.join(lines) + newline
+
+
+def _into(text: str, node: Any, keys: dict[str, int], unit: int, newline: str) -> tuple[int, str]:
+    """Where and what to insert for these keys in an existing section's mapping."""
+    if node.flow_style:
+        return _into_flow(node, keys)
+    if not node.value:
+        raise Unplaceable("an empty block mapping")
+    return _under(text, node.value[-1][1].end_mark.index, node.value[0][0].start_mark.column, keys, newline)
+
+
+def _under(text: str, end: int, column: int, keys: dict[str, int], newline: str) -> tuple[int, str]:
+    """The keys as lines at `column`, after the line that holds position `end`."""
+    line_end = text.find("\n", end)
+    lines = newline.join(f"{' ' * column}{key}: {number}" for key, number in keys.items())
+    if line_end < 0:  # the last line has no line break
+        return len(text), newline + lines
+    return line_end + 1, lines + newline
+
+
+def _into_flow(node: Any, keys: dict[str, int] | dict[str, str]) -> tuple[int, str]:
+    """After a flow mapping's last value (before its `}`), or into an empty `{}`."""
+    pieces = ", ".join(f"{key}: {number}" for key, number in keys.items())
+    if node.value:
+        return node.value[-1][1].end_mark.index, ", " + pieces
+    return node.end_mark.index - 1, pieces
+
+
+def same_values(before: Any, after: Any) -> bool:
+    """Whether every value of `before` reads the same in `after` (of the same type: 1 is not True)."""
+    if isinstance(before, dict):
+        return isinstance(after, dict) and all(k in after and same_values(v, after[k]) for k, v in before.items())
+    if isinstance(before, list):
+        return (isinstance(after, list) and len(before) == len(after)
+                and all(same_values(a, b) for a, b in zip(before, after)))
+    return type(before) is type(after) and bool(before == after)

@@ -144,7 +144,8 @@ class Pass:
     result: Result = field(default_factory=Result)
     spans: dict[str, Span] = field(default_factory=dict)  # tier 3: provider session -> what its records span
     changes: list[tuple[str, Decision]] = field(default_factory=list)  # decided, and the record changes
-    deferred: list[tuple[str, str]] = field(default_factory=list)  # (name, provider session): waiting for tier 3
+    # (name, provider session, whether it stays byte for byte as it is when tier 3 links nothing): waiting for tier 3
+    deferred: list[tuple[str, str, bool]] = field(default_factory=list)
 
     def merge(self, part: Pass) -> None:
         """A later part's findings after these, in order."""
@@ -187,8 +188,17 @@ def plan(layout: Layout, scanned: Callable[[Iterable[str] | None], Iterable[Entr
         taken[sid] = taken.get(sid, 0) + 1
     # one episode the only candidate of two sessions: at most one is right, so neither
     chosen = {ps: sid for ps, sid in proposals.items() if taken[sid] == 1}
-    sessions = dict(deferred)
-    for entry in scanned([name for name, _ in deferred]):
+    # a waiting record whose session tier 3 links to nothing is decided as the first pass saw it (unlinked, and
+    # changed or not): only the records of a chosen session are read again
+    sessions: dict[str, str] = {}
+    for name, ps, stays in deferred:
+        if ps in chosen:
+            sessions[name] = ps
+            continue
+        result.unlinked += 1
+        if not stays:
+            changes.append((name, None))
+    for entry in scanned(list(sessions)):
         if entry.record is None:  # changed under us since the pass: not ours to decide now
             result.records -= 1
             continue
@@ -229,7 +239,8 @@ def _first_pass(scanned: Iterable[Entry], ev: Evidence, now: datetime, root: Pat
                 span.first = moment if span.first is None else min(span.first, moment)
                 span.last = moment if span.last is None else max(span.last, moment)
             if not r.is_linked:
-                deferred.append((entry.name, ps))
+                unlinked = _new(r, None, root, here)
+                deferred.append((entry.name, ps, entry.pretty and (unlinked is r or unlinked == r)))
                 continue
         if r.is_linked:
             result.already += 1
@@ -251,7 +262,13 @@ def _first_pass(scanned: Iterable[Entry], ev: Evidence, now: datetime, root: Pat
 Decision: TypeAlias = "tuple[str, rec.Link] | None"
 
 
+_CURRENT = frozenset(rec.FIELDS)
+
+
 def _new(r: rec.PromptRecord, decision: Decision, root: Path, here: str) -> rec.PromptRecord:
+    if (decision is None and r.episode is None and r.episode_link in ("orphan", "unlinked-legacy")
+            and _CURRENT <= r.present):
+        return r  # unlinked already, every field present: what it becomes is itself (the migrated archive's shape)
     if decision is not None:
         new = replace(r, episode=decision[0], episode_link=decision[1])
     else:
@@ -267,7 +284,7 @@ def _decide(result: Result, entry: Entry, r: rec.PromptRecord, decision: Decisio
     else:
         result.unlinked += 1
     new = _new(r, decision, root, here)
-    return new if new != r or not entry.pretty else None
+    return new if (new is not r and new != r) or not entry.pretty else None
 
 
 def _complete(record: rec.PromptRecord, root: Path, here: str) -> rec.PromptRecord:
