@@ -54,18 +54,26 @@ def rel_of(provider: Provider, event: str) -> str:
     return f"{provider.config.rstrip('/')}/{event}"
 
 
+def refuse_links(root: Path, rel: str) -> None:
+    """A linked hook file (or a linked folder on the way to it) could send the write anywhere: refuse, never follow."""
+    path = root
+    for part in Path(rel).parts:
+        path = path / part
+        if path.is_symlink():
+            raise RefusedError(f"{path.relative_to(root)} is a symbolic link; majordomus does not write through links",
+                               "replace it with a real file or folder, or wire this client by hand")
+
+
 def plan(root: Path, provider: Provider, wanted: list[tuple[str, tuple[str, ...]]]) -> tuple[list[tuple[str, bytes]],
                                                                                               list[str]]:
     """(rel, bytes) to write and the sentences saying so; RefusedError, before anything is written, for a person's
     own hook of the same name or a link on the way."""
-    from majordomus.clients.install import _refuse_links
-
     writes: list[tuple[str, bytes]] = []
     added: list[str] = []
     updated: list[str] = []
     for event, tail in wanted:
         rel = rel_of(provider, event)
-        _refuse_links(root, rel)
+        refuse_links(root, rel)
         path = root / rel
         data = script(provider, tail)
         if path.exists():
