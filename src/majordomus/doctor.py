@@ -286,14 +286,26 @@ def wired_launchers(layout: Layout) -> dict[str, list[tuple[str, str | None, str
     for provider in load_providers().values():
         if provider.install is None or provider.install.hook_style is None:
             continue
-        for rel in provider.hook_files():
+        if provider.install.hook_style == "executables":  # one script per event: each is a wired file
+            from majordomus.clients import install_executables
+            from majordomus.clients.install import wanted_hooks
+
+            files = [(install_executables.rel_of(provider, w.client_event), [w.client_event])
+                     for w in wanted_hooks(provider)]
+        else:
+            files = [(rel, []) for rel in provider.hook_files()]
+        for rel, events in files:
             if rel in out or not (layout.root / rel).is_file():
                 continue
-            try:
-                doc, _ = read_json_config(layout.root, rel)
-            except MajordomusError:
-                continue  # status and install say what is wrong with the file itself
-            for commands in hook_commands(doc or {}, provider.install).values():
+            if events:
+                found_commands = install_executables.commands(layout.root, provider, events)
+            else:
+                try:
+                    doc, _ = read_json_config(layout.root, rel)
+                except MajordomusError:
+                    continue  # status and install say what is wrong with the file itself
+                found_commands = hook_commands(doc or {}, provider.install)
+            for commands in found_commands.values():
                 for command in commands:
                     found = parse(command)
                     if found is None or "capture" not in found.words:

@@ -41,7 +41,14 @@ def is_installable(p: Provider) -> bool:
 SESSION_PROVIDERS = _names(has_session_row)  # hook and connection episodes alike
 HOOK_SESSION_PROVIDERS = _names(lambda p: has_session_row(p) and not is_connection(p))
 PROMPT_PROVIDERS = _names(has_prompt_row)
-INSTALLABLE = _names(is_installable)
+def writes_executables(p: Provider) -> bool:
+    """Install writes this client one hook executable per event (Cline), not entries in a hook file."""
+    return p.install is not None and p.install.hook_style == "executables"
+
+
+WIREABLE = _names(is_installable)  # every client capture install wires
+INSTALLABLE = _names(lambda p: is_installable(p) and not writes_executables(p))  # the ones wired by a hook file
+EXECUTABLE_HOOKS = _names(lambda p: is_installable(p) and writes_executables(p))
 UNINSTALLABLE = _names(lambda p: not is_connection(p) and not is_installable(p))
 WITHOUT_EPISODES = _names(lambda p: not has_session_row(p))
 WITHOUT_PROMPT_ROW = _names(lambda p: p.prompt is None)

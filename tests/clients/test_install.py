@@ -14,7 +14,16 @@ from typing import Any
 
 import pytest
 
-from clients.samples import CONNECTION, DECLARED, INSTALLABLE, SAMPLES, UNINSTALLABLE, first_end, session_bytes
+from clients.samples import (
+    CONNECTION,
+    DECLARED,
+    INSTALLABLE,
+    SAMPLES,
+    UNINSTALLABLE,
+    WIREABLE,
+    first_end,
+    session_bytes,
+)
 from majordomus.clients.hook_command import parse
 from majordomus.clients.providers import Provider, get_provider
 from support import MAJORDOMUS, MAJORDOMUS_HOOK, MAJORDOMUS_MCP, open_files, records
@@ -238,7 +247,7 @@ def test_a_provider_install_cannot_wire_is_refused_with_exit_12_and_its_sentence
     stderr = done.stderr.decode()
     assert provider.install is not None and provider.install.unsupported
     assert provider.install.unsupported.rstrip(".") in stderr  # says why, as the declaration does
-    assert f"wire one of: {', '.join([*INSTALLABLE, CONNECTION])}" in stderr
+    assert f"wire one of: {', '.join([*WIREABLE, CONNECTION])}" in stderr
     assert sorted(p.name for p in initialised_repo.iterdir()) == before
 
 

@@ -100,11 +100,12 @@ def test_a_session_event_may_name_several_client_events() -> None:
     assert "claude-code: session.events.pause is not one of start, end, compact, turn" in found
 
 
-def test_the_four_resumable_clients_declare_their_resume_command_with_evidence() -> None:
+def test_the_resumable_clients_declare_their_resume_command_with_evidence() -> None:
     table = providers.load_providers()
     commands = {name: p.resume.command for name, p in table.items() if p.resume is not None}
     assert commands == {"claude-code": "claude --resume {session}", "codex": "codex resume {session}",
-                        "gemini": "gemini --resume {session}", "copilot": "copilot --resume={session}"}
+                        "gemini": "gemini --resume {session}", "copilot": "copilot --resume={session}",
+                        "cline": "cline --id {session}"}
     assert all(len(table[n].resume.evidence) >= 25 for n in commands)  # type: ignore[union-attr]
     assert table["claude-code"].resume.line("a b") == "claude --resume 'a b'"  # type: ignore[union-attr]
 

@@ -3,6 +3,7 @@ no compaction. Through the installed executable, walking every provider whose ro
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -24,21 +25,39 @@ def interrupting_reason(name: str) -> str:
     return next(r for r, outcome in ends if outcome == "interrupted" and r not in row.deliberate)
 
 
+def has_key(payload: dict[str, Any], key: str) -> bool:
+    """A row's key, dotted for a nested field (Cline's sessionContext.rootSessionId), is in the payload."""
+    node: Any = payload
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def put_key(payload: dict[str, Any], key: str, value: str) -> None:
+    *outer, last = key.split(".")
+    node = payload
+    for part in outer:
+        node = node.setdefault(part, {})
+    node[last] = value
+
+
 def prompt_bytes(name: str, session: str, text: str) -> bytes:
-    payload: dict[str, Any] = dict(SAMPLES[name]["prompt"])
+    payload: dict[str, Any] = copy.deepcopy(SAMPLES[name]["prompt"])
     prompt_row = DECLARED[name].prompt
     assert prompt_row is not None
     for key in prompt_row.session_keys:
-        if key in payload:
-            payload[key] = session
-    if not any(key in payload for key in prompt_row.session_keys):
-        payload[prompt_row.session_keys[0]] = session
+        if has_key(payload, key):
+            put_key(payload, key, session)
+    if not any(has_key(payload, key) for key in prompt_row.session_keys):
+        put_key(payload, prompt_row.session_keys[0], session)
     for key in prompt_row.text_keys:
-        if key in payload:
-            payload[key] = text
+        if has_key(payload, key):
+            put_key(payload, key, text)
     for key in prompt_row.id_keys:
-        if key in payload:
-            payload[key] = f"id-{text}"  # a prompt id once seen is the same prompt: each text its own id
+        if has_key(payload, key):
+            put_key(payload, key, f"id-{text}")  # a prompt id once seen is the same prompt: each text its own id
     return json.dumps(payload).encode()
 
 
@@ -160,12 +179,14 @@ def test_install_wires_the_end_of_turn_hook(initialised_repo: Path, run_majordom
     install = DECLARED[name].install
     config = (install.local_config if install is not None else None) or DECLARED[name].config
     assert config is not None
-    written = json.loads((initialised_repo / config).read_text())
     for event in row.events["turn"]:
-        handlers = json.dumps(written["hooks"][event])
+        if install is not None and install.hook_style == "executables":  # Cline: a script named after the event
+            handlers = (initialised_repo / config / event).read_text()
+        else:
+            handlers = json.dumps(json.loads((initialised_repo / config).read_text())["hooks"][event])
         assert f"capture session --provider {name} --event turn" in handlers, handlers
     if name == "gemini":
-        assert "PreCompress" not in written["hooks"]
+        assert "PreCompress" not in json.loads((initialised_repo / config).read_text())["hooks"]
 
 
 def deliberate_reason(name: str) -> str | None:

@@ -1,4 +1,4 @@
-"""The four real clients, pinned, installed once from npm into a cache folder under the virtualenv.
+"""The real clients, pinned, installed once from npm into a cache folder under the virtualenv.
 
 A rerun finds the cache and downloads nothing. Only an unreachable registry is a reason to skip
 (`RegistryUnreachable`); a pin the registry does not have, an install that fails, or a client that will
@@ -24,6 +24,7 @@ PINS: dict[str, str] = {
     "@openai/codex": "0.171.0",
     "@google/gemini-cli": "0.61.0",
     "@github/copilot": "1.0.102",
+    "cline": "3.0.65",
 }
 # What `<command> --version` must print for each pin (node: its major version).
 VERSION_LINES: dict[str, str] = {
@@ -32,6 +33,7 @@ VERSION_LINES: dict[str, str] = {
     "codex": "0.171.0",
     "gemini": "0.61.0",
     "copilot": "1.0.102",
+    "cline": "3.0.65",
 }
 CACHE = Path(sys.prefix) / "clients"
 STAMP = "pins.json"

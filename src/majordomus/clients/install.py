@@ -313,6 +313,12 @@ def plan(root: Path, provider: Provider, exe: Path, mcp: Path) -> tuple[list[Pla
     """
     shape = provider.install
     assert shape is not None  # install() admits only providers with an install shape
+    if shape.hook_style == "executables":
+        from majordomus.clients import install_executables
+
+        wanted = [(w.client_event, w.tail) for w in wanted_hooks(provider)]
+        scripts, lines = install_executables.plan(root, provider, wanted)
+        return [PlannedWrite(rel, data, install_executables.SCRIPT_MODE) for rel, data in scripts], lines
     docs: dict[str, tuple[dict[str, Any], bytes | None, dict[str, Any]]] = {}
     changes: list[str] = []
 
@@ -408,6 +414,8 @@ def sharing_lines(provider: Provider, exe: Path) -> list[str]:
     shape = provider.install
     assert shape is not None
     hooks_tracked = None if shape.local_config else provider.config
+    if shape.hook_style == "executables" and provider.config:
+        hooks_tracked = f"{provider.config.rstrip('/')}/ (its hook executables)"
     tracked = [f for f in dict.fromkeys((hooks_tracked, provider.mcp_config)) if f]
     lines: list[str] = []
     if tracked:
@@ -532,6 +540,9 @@ def install(root: Path, provider_name: str) -> list[str]:
         install_record.save(layout, record)  # what uninstall takes out again
     sharing = sharing_lines(provider, exe)
     if not writes:
+        if provider.install is not None and provider.install.hook_style == "executables":
+            return [*changes, f"capture install --provider {provider.name}: nothing to change; {provider.config} "
+                              "already holds majordomus's hook executables", *sharing, *approve]
         files = ", ".join(dict.fromkeys(f for f in (local, provider.config, provider.mcp_config)
                                         if f and (root / f).exists()))
         return [*changes, f"capture install --provider {provider.name}: nothing to change; "

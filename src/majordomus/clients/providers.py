@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Literal
 
-    HookStyle = Literal["nested", "flat"]
+    HookStyle = Literal["nested", "flat", "executables"]
     McpStyle = Literal["json", "codex-toml"]
 
 HERE = LitePath(__file__).parent  # no pathlib on the hook path
@@ -33,7 +33,8 @@ OFFER_VALUES: dict[str, tuple[str, ...]] = {
 
 
 SESSION_EVENTS = ("start", "end", "compact", "turn")
-HOOK_STYLES = ("nested", "flat")  # nested: event -> [{matcher?, hooks: [handler]}]; flat: event -> [handler]
+HOOK_STYLES = ("nested", "flat", "executables")  # nested: event -> [{matcher?, hooks: [handler]}];
+# flat: event -> [handler]; executables: one script per event, named after it, in the `config` folder
 MCP_STYLES = ("json", "codex-toml")  # json: mcpServers.majordomus; codex-toml: [mcp_servers.majordomus]
 INSTALL_KEYS = frozenset({"hook_style", "command_key", "timeout_key", "handler_extra", "top_extra",
                           "end_cap_seconds", "mcp_style", "mcp_extra", "switch", "notes", "approve",

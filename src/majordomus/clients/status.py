@@ -143,6 +143,11 @@ def _hook_row(root: Path, p: Provider, aspect: Aspect, pending: list[tuple[int, 
     assert p.install is not None  # install_gap is None only for a provider with an install shape
     commands: dict[str, list[str]] = {}
     docs: dict[str, dict[str, Any]] = {}
+    if p.install.hook_style == "executables":  # one script per event in a folder: no file to parse
+        from majordomus.clients import install_executables
+
+        commands = install_executables.commands(root, p, [w.client_event for w in wants])
+        present = []
     for rel in present:
         try:
             doc, _ = read_json_config(root, rel)
@@ -155,7 +160,7 @@ def _hook_row(root: Path, p: Provider, aspect: Aspect, pending: list[tuple[int, 
     sentence = untrusted(root, p, {e: v for e, v in places.items() if e in {w.client_event for w in wants}})
     if sentence is not None:
         distrust[index] = sentence
-    rel = " and ".join(present)
+    rel = " and ".join(present) or f"{rels[0]}/"
     missing = [w.client_event for w in wants if not any(is_ours(c, w.tail) for c in commands.get(w.client_event, []))]
     if missing:
         return Row(p.name, aspect, capability, "named",
@@ -174,7 +179,11 @@ def _hook_row(root: Path, p: Provider, aspect: Aspect, pending: list[tuple[int, 
     events = ", ".join(w.client_event for w in wants)
     start = [resolved] if probe.interpreter is None else [probe.interpreter, FLAGS, resolved]
     pending.append((index, _hook_selftest(root, p, aspect, [*start, *probe.words])))
-    return Row(p.name, aspect, capability, "wired", f"{rel} calls {probe.executable} for {events}", evidence)
+    told = f"{rel} calls {probe.executable} for {events}"
+    if p.install.hook_style == "executables" and aspect == "session" and not p.mcp_config:
+        told += (f" (its MCP server is not wired by install: {p.title} reads MCP servers only from a file in your "
+                 "HOME, see capture install's note)")
+    return Row(p.name, aspect, capability, "wired", told, evidence)
 
 
 def _resolve(command: str) -> str | None:

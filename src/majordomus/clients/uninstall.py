@@ -86,6 +86,8 @@ def _would(line: str) -> str:
 
 def plan_undo(root: Path, provider: Provider, shape: InstallRow, record: InstallRecord | None) -> list[Undo]:
     """Read every file first and decide, write nothing: a refusal of one leaves all of them as they were."""
+    if shape.hook_style == "executables":
+        return _undo_executables(root, provider, record)
     files = dict.fromkeys(f for f in (*provider.hook_files(), provider.mcp_config) if f)
     for rel in (record.files if record is not None else {}):
         files.setdefault(rel, None)
@@ -217,3 +219,38 @@ def _undo_exclude(rel: str, current: bytes, mode: int, provider: Provider, shape
         return None
     return Undo(rel, current[:at] + current[at + len(line):], mode,
                 f"{rel}: removed the line /{shape.local_config} install added")
+
+
+def _undo_executables(root: Path, provider: Provider, record: InstallRecord | None) -> list[Undo]:
+    """Each hook executable of ours goes (with the folders install made, when empty); a person's own file of the
+    same name, or one of ours a person edited since install, stays as it is."""
+    from majordomus.clients import install_executables
+
+    rels = dict.fromkeys(install_executables.rel_of(provider, w.client_event) for w in wanted_hooks(provider))
+    for rel in (record.files if record is not None else {}):
+        rels.setdefault(rel, None)
+    undos: list[Undo] = []
+    for rel in rels:
+        if os.path.isabs(rel):
+            continue
+        _refuse_links(root, rel)
+        path = root / rel
+        if not path.is_file():
+            continue
+        current = path.read_bytes()
+        mode = path.stat().st_mode & 0o7777
+        known = record.files.get(rel) if record is not None else None
+        if known is not None and known.before_known and digest(current) == known.written:
+            before = known.before_bytes()
+            if before is None:
+                undos.append(Undo(rel, None, mode, f"removed {rel} (install created it)", tuple(known.made_dirs)))
+            else:
+                undos.append(Undo(rel, before, known.mode or mode, f"restored {rel} as it was before install"))
+        elif install_executables.is_ours(current, provider):
+            if known is None and install_executables.command_of(current) is not None and \
+                    any(current == install_executables.script(provider, w.tail) for w in wanted_hooks(provider)):
+                undos.append(Undo(rel, None, mode, f"removed {rel} (majordomus's hook executable)"))
+            else:
+                undos.append(Undo(rel, current, mode, f"kept {rel}: it was changed since install, so it is yours "
+                                                      "now; delete it by hand if you no longer want it"))
+    return undos
