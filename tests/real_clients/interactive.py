@@ -18,7 +18,9 @@ The endings, by name (endings_observed.yaml holds what each client really did on
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,7 @@ from real_clients.terminal import Terminal
 from real_clients.world import ClientFailed, World, wait_until
 
 OBSERVED = Path(__file__).with_name("endings_observed.yaml")
+AGAIN = r"(?i)again to (exit|quit)"
 ENDINGS = ("exit", "ctrl-d", "ctrl-c-twice", "window-closed", "window-closed-mid-answer")
 
 
@@ -53,16 +56,16 @@ class Profile:
     ready_screen: str  # the empty prompt, once the client takes input
     quit: str  # its own command for leaving
     first_screens: Callable[[Terminal], None] | None = None
-    ctrl_d_presses: int = 1
+    late_end_seconds: float = 0  # how long the client's end may come after its terminal is gone
     argv: list[str] = field(default_factory=list)
 
 
 PROFILES: dict[str, Profile] = {
-    "claude-code": Profile("claude-code", r"auto mode on", "/exit", claude_ready, ctrl_d_presses=2,
+    "claude-code": Profile("claude-code", r"auto mode on", "/exit", claude_ready,
                            argv=["claude"]),
-    "codex": Profile("codex", r"Ask Codex to do anything|› ", "/quit", argv=["codex"]),
-    "gemini": Profile("gemini", r"Type your message", "/quit", ctrl_d_presses=2, argv=["gemini"]),
-    "copilot": Profile("copilot", r"/ commands", "/exit", ctrl_d_presses=2, argv=["copilot"]),
+    "codex": Profile("codex", r"Ask Codex to do anything|› ", "/quit", argv=["codex"], late_end_seconds=90),
+    "gemini": Profile("gemini", r"Type your message", "/quit", argv=["gemini"]),
+    "copilot": Profile("copilot", r"/ commands", "/exit", argv=["copilot"]),
 }
 
 
@@ -96,8 +99,18 @@ def start(world: World, profile: Profile) -> Terminal:
 def ask(world: World, terminal: Terminal, prompt: str, mid_answer: bool) -> None:
     """Type the prompt, Enter on its own; wait for the answer and its end-of-turn hook, or the held answer."""
     before = len(world.prompts())
-    terminal.submit(prompt, prompt[:24])
-    wait_until(lambda: len(world.prompts()) > before, 60, "the prompt's record")
+    terminal.type(prompt)
+    terminal.wait_for_screen(re.escape(prompt[-12:]), 30)
+    # Codex takes a burst of typing and the Enter after it as one paste, now and then: Enter again, once the
+    # prompt has not been taken within a few seconds (an Enter at a prompt being answered changes nothing)
+    for _ in range(4):
+        terminal.enter()
+        try:
+            wait_until(lambda: len(world.prompts()) > before, 15, "the prompt's record")
+            break
+        except ClientFailed:
+            continue
+    wait_until(lambda: len(world.prompts()) > before, 1, "the prompt's record")
     if mid_answer:
         wait_until(world.api.stalled.is_set, 60, "the model request")
         return
@@ -112,14 +125,17 @@ def end(terminal: Terminal, profile: Profile, ending: str) -> None:
         return
     if ending == "exit":
         terminal.submit(profile.quit)
-    elif ending == "ctrl-d":
-        for _ in range(profile.ctrl_d_presses):
-            terminal.keys("C-d")
-            if not terminal.running():
+    elif ending in ("ctrl-d", "ctrl-c-twice"):
+        key = "C-d" if ending == "ctrl-d" else "C-c"
+        # the clients ask to confirm ("ctrl+c again to exit"): the second press once that shows; a press the
+        # client dropped (it was still drawing) shows nothing, and is made again
+        for _ in range(4):
+            terminal.keys(key)
+            shown = terminal.wait_for_screen_or_exit(AGAIN, 4)
+            if shown is not None:
+                if shown:
+                    terminal.keys(key)
                 break
-    elif ending == "ctrl-c-twice":
-        terminal.keys("C-c")
-        terminal.keys("C-c")
     else:
         raise ValueError(f"no such ending: {ending}")
     terminal.wait_exited(60)
@@ -131,16 +147,29 @@ def sit_and_end(world: World, ending: str) -> Ended:
     profile = PROFILES[world.driver.provider]
     started = time.monotonic()
     mid_answer = ending == "window-closed-mid-answer"
-    world.api.script = Stall() if mid_answer else Text()
+    world.api.script = Text()  # what a client asks at start (Copilot, Gemini) is answered
     before = {e.session_id for e in world.episodes()}
     prompt = f"Read README.md and sum it up. The deploy token is {world.credential}, keep it out of it."
     terminal = start(world, profile)
+    if mid_answer:
+        world.api.script = Stall()
     try:
         ask(world, terminal, prompt, mid_answer)
         end(terminal, profile, ending)
     finally:
         terminal.cleanup()
     ids = {e.session_id for e in world.episodes()} - before
+    if profile.late_end_seconds:
+        # its end hook runs later, from a process of its own that outlives the terminal (Codex's app-server)
+        try:
+            wait_until(lambda: not any(o["session_id"] in ids for o in world.open_files()), profile.late_end_seconds,
+                       "the late end")
+        except ClientFailed:
+            pass
+    for pid in processes_under(world.root):
+        # what outlives the terminal (Codex's app-server daemon, holding a turn the fake API never answers) is
+        # gone at last, as at a reboot: then the episode's client is gone too
+        os.kill(pid, signal.SIGKILL)
     still_open = any(o["session_id"] in ids for o in world.open_files())
     listed = json.loads(world.check_majordomus("--json", "episodes").stdout)["episodes"]
     rows = [row for row in listed if row["id"] in ids]
@@ -148,6 +177,20 @@ def sit_and_end(world: World, ending: str) -> Ended:
     doctor = world.doctor()
     return Ended(world, ending, prompt, rows, records, world.prompts(), still_open, doctor,
                  time.monotonic() - started)
+
+
+def processes_under(root: Path) -> list[int]:
+    """The live processes whose executable or arguments lie under a world's folder (its HOME, its repository)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if str(root) in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
 
 
 def recorded(ended: Ended) -> dict[str, str]:

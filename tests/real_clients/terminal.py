@@ -22,7 +22,7 @@ from real_clients.world import ClientFailed, World, group_members, wait_until
 
 WIDTH, HEIGHT = 160, 50
 # the pane stays after the client exits, so its last screen can still be read; nothing of a person's tmux.conf
-CONFIG = "set -g remain-on-exit on\nset -g history-limit 5000\nset -g default-terminal xterm-256color\n"
+CONFIG = "set -g remain-on-exit on\nset -g history-limit 5000\nset -g default-terminal xterm-256color\nset -g focus-events on\n"
 
 
 class Terminal:
@@ -122,6 +122,18 @@ class Terminal:
             time.sleep(0.1)
         raise ClientFailed(f"{Path(self.argv[0]).name} did not show {pattern!r} within {seconds:.0f} s; "
                            f"its screen:\n{last}")
+
+    def wait_for_screen_or_exit(self, pattern: str, seconds: float) -> bool | None:
+        """True once the screen shows `pattern`; False when the client exits first; None when neither came."""
+        wanted = re.compile(pattern)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if not self.running():
+                return False
+            if wanted.search(self.screen()):
+                return True
+            time.sleep(0.05)
+        return None
 
     def wait_exited(self, seconds: float = 60) -> None:
         """Wait for the client, then for what it started (hooks, the MCP server) to end."""
