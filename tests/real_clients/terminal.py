@@ -22,7 +22,8 @@ from real_clients.world import ClientFailed, World, group_members, wait_until
 
 WIDTH, HEIGHT = 160, 50
 # the pane stays after the client exits, so its last screen can still be read; nothing of a person's tmux.conf
-CONFIG = "set -g remain-on-exit on\nset -g history-limit 5000\nset -g default-terminal xterm-256color\nset -g focus-events on\n"
+CONFIG = ("set -g remain-on-exit on\nset -g history-limit 5000\nset -g default-terminal xterm-256color\n"
+          "set -g focus-events on\n")
 
 
 class Terminal:
