@@ -1,0 +1,203 @@
+"""Interactive sittings of the real clients in a terminal (terminal.py), each ended the way a person ends one.
+
+A profile knows what one client shows and wants in its terminal: how to get past its first screens (Claude
+Code asks about the project's MCP server), what its empty prompt looks like, and its own name for leaving
+(`/exit`, `/quit`). A sitting types one prompt holding a credential, waits until the answer is on the screen
+and the end-of-turn hook is recorded (or, mid-answer, until the fake API holds the answer and the prompt is
+archived), ends the way asked, waits for the client and what it started to be gone, then lets the next
+majordomus command read the episodes (`majordomus episodes`), as a person's next command would.
+
+The endings, by name (endings_observed.yaml holds what each client really did on each):
+- `exit`: the client's own command (`/exit`, `/quit`), typed at an empty prompt;
+- `ctrl-d`: Ctrl-D at an empty prompt (twice where the client asks to confirm);
+- `ctrl-c-twice`: Ctrl-C, Ctrl-C at an empty prompt;
+- `window-closed`: after a finished answer, the tmux session killed (SIGHUP, a closed terminal);
+- `window-closed-mid-answer`: the same while the fake API holds the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from real_clients.fake_api import ANSWER, Stall, Text
+from real_clients.terminal import Terminal
+from real_clients.world import ClientFailed, World, wait_until
+
+OBSERVED = Path(__file__).with_name("endings_observed.yaml")
+AGAIN = r"(?i)again to (exit|quit)"
+ENDINGS = ("exit", "ctrl-d", "ctrl-c-twice", "window-closed", "window-closed-mid-answer")
+
+
+def observed() -> dict[str, dict[str, dict[str, str]]]:
+    """What each client did on each ending, as the runs showed it: the data the docs table and the tests share."""
+    doc: dict[str, dict[str, dict[str, str]]] = yaml.safe_load(OBSERVED.read_text())
+    return doc
+
+
+def claude_ready(terminal: Terminal) -> None:
+    # a project .mcp.json (capture install wrote it): the person chooses to use the server, not the default
+    terminal.wait_for_screen(r"New MCP server found in this project", 90)
+    terminal.press_until("Up", r"❯ Use this MCP server")
+    terminal.enter()
+
+
+@dataclass(frozen=True)
+class Profile:
+    provider: str
+    ready_screen: str  # the empty prompt, once the client takes input
+    quit: str  # its own command for leaving
+    first_screens: Callable[[Terminal], None] | None = None
+    late_end_seconds: float = 0  # how long the client's end may come after its terminal is gone
+    argv: list[str] = field(default_factory=list)
+
+
+PROFILES: dict[str, Profile] = {
+    "claude-code": Profile("claude-code", r"auto mode on", "/exit", claude_ready,
+                           argv=["claude"]),
+    "codex": Profile("codex", r"Ask Codex to do anything|› ", "/quit", argv=["codex"], late_end_seconds=90),
+    "gemini": Profile("gemini", r"Type your message", "/quit", argv=["gemini"]),
+    "copilot": Profile("copilot", r"/ commands", "/exit", argv=["copilot"]),
+}
+
+
+@dataclass(frozen=True)
+class Ended:
+    """One interactive sitting, ended, and what majordomus recorded of it once its next command read the episodes."""
+
+    world: World
+    ending: str
+    prompt: str
+    episodes: list[dict[str, Any]]  # `majordomus --json episodes` rows of the sitting's episodes
+    records: list[dict[str, Any]]  # their session records' front matter
+    prompts: list[dict[str, Any]]
+    open_before_reading: bool  # an episode was still open when the client and its children were gone
+    doctor: list[dict[str, Any]]
+    seconds: float
+
+
+def start(world: World, profile: Profile) -> Terminal:
+    terminal = Terminal(world, profile.argv, profile.provider)
+    try:
+        if profile.first_screens is not None:
+            profile.first_screens(terminal)
+        terminal.wait_for_screen(profile.ready_screen, 90)
+    except BaseException:
+        terminal.cleanup()
+        raise
+    return terminal
+
+
+def ask(world: World, terminal: Terminal, prompt: str, mid_answer: bool) -> None:
+    """Type the prompt, Enter on its own; wait for the answer and its end-of-turn hook, or the held answer."""
+    before = len(world.prompts())
+    terminal.type(prompt)
+    terminal.wait_for_screen(re.escape(prompt[-12:]), 30)
+    # Codex takes a burst of typing and the Enter after it as one paste, now and then: Enter again, once the
+    # prompt has not been taken within a few seconds (an Enter at a prompt being answered changes nothing)
+    for _ in range(4):
+        terminal.enter()
+        try:
+            wait_until(lambda: len(world.prompts()) > before, 15, "the prompt's record")
+            break
+        except ClientFailed:
+            continue
+    wait_until(lambda: len(world.prompts()) > before, 1, "the prompt's record")
+    if mid_answer:
+        wait_until(world.api.stalled.is_set, 60, "the model request")
+        return
+    terminal.wait_for_screen(re.escape(ANSWER[:20]), 60)
+    wait_until(lambda: any(o.get("last_turn") == "completed" for o in world.open_files()), 60,
+               "the end-of-turn hook's record")
+
+
+def end(terminal: Terminal, profile: Profile, ending: str) -> None:
+    if ending in ("window-closed", "window-closed-mid-answer"):
+        terminal.close_window()
+        return
+    if ending == "exit":
+        terminal.submit(profile.quit)
+    elif ending in ("ctrl-d", "ctrl-c-twice"):
+        key = "C-d" if ending == "ctrl-d" else "C-c"
+        # the clients ask to confirm ("ctrl+c again to exit"): the second press once that shows; a press the
+        # client dropped (it was still drawing) shows nothing, and is made again
+        for _ in range(4):
+            terminal.keys(key)
+            shown = terminal.wait_for_screen_or_exit(AGAIN, 4)
+            if shown is not None:
+                if shown:
+                    terminal.keys(key)
+                break
+    else:
+        raise ValueError(f"no such ending: {ending}")
+    terminal.wait_exited(60)
+
+
+def sit_and_end(world: World, ending: str) -> Ended:
+    import time
+
+    profile = PROFILES[world.driver.provider]
+    started = time.monotonic()
+    mid_answer = ending == "window-closed-mid-answer"
+    world.api.script = Text()  # what a client asks at start (Copilot, Gemini) is answered
+    before = {e.session_id for e in world.episodes()}
+    prompt = f"Read README.md and sum it up. The deploy token is {world.credential}, keep it out of it."
+    terminal = start(world, profile)
+    if mid_answer:
+        world.api.script = Stall()
+    try:
+        ask(world, terminal, prompt, mid_answer)
+        end(terminal, profile, ending)
+    finally:
+        terminal.cleanup()
+    ids = {e.session_id for e in world.episodes()} - before
+    if profile.late_end_seconds:
+        # its end hook runs later, from a process of its own that outlives the terminal (Codex's app-server)
+        try:
+            wait_until(lambda: not any(o["session_id"] in ids for o in world.open_files()), profile.late_end_seconds,
+                       "the late end")
+        except ClientFailed:
+            pass
+    for pid in processes_under(world.root):
+        # what outlives the terminal (Codex's app-server daemon, holding a turn the fake API never answers) is
+        # gone at last, as at a reboot: then the episode's client is gone too
+        os.kill(pid, signal.SIGKILL)
+    still_open = any(o["session_id"] in ids for o in world.open_files())
+    listed = json.loads(world.check_majordomus("--json", "episodes").stdout)["episodes"]
+    rows = [row for row in listed if row["id"] in ids]
+    records = [r for r in world.records() if r["session_id"] in ids]
+    doctor = world.doctor()
+    return Ended(world, ending, prompt, rows, records, world.prompts(), still_open, doctor,
+                 time.monotonic() - started)
+
+
+def processes_under(root: Path) -> list[int]:
+    """The live processes whose executable or arguments lie under a world's folder (its HOME, its repository)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if str(root) in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def recorded(ended: Ended) -> dict[str, str]:
+    """The one episode's outcome, end reason and last turn, as the docs table states them."""
+    if len(ended.records) != 1:
+        raise ClientFailed(f"{ended.world.driver.provider} {ended.ending}: {len(ended.records)} records "
+                           f"({ended.episodes})")
+    record = ended.records[0]
+    return {"outcome": str(record["outcome"]), "end_reason": str(record.get("end_reason")),
+            "last_turn": str(record.get("last_turn"))}

@@ -1,0 +1,108 @@
+"""Each real client in a terminal (tmux), a prompt typed and answered, then the sitting ended as a person ends
+it: the client's own leave command, Ctrl-D, Ctrl-C twice, the window closed after the answer or in the middle
+of it. What the client sent and what majordomus recorded must be what endings_observed.yaml (and the table in
+docs/clients.md, which tests/clients/test_endings_table.py holds to it) says; where a client sends no end at
+all, the next majordomus command finds its process gone and records it `interrupted`, never `closed`.
+
+The sittings run four at a time, each in its own world (HOME, repository, fake API port, tmux server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from real_clients.drivers import DRIVERS
+from real_clients.interactive import Ended, observed, recorded, sit_and_end
+from real_clients.pinned import Installed
+from real_clients.world import World
+
+OBSERVED = observed()
+CELLS = [(client, ending) for client, endings in OBSERVED.items() for ending, seen in endings.items()
+         if seen.get("offered", True)]
+NOT_OFFERED = [(client, ending) for client, endings in OBSERVED.items() for ending, seen in endings.items()
+               if not seen.get("offered", True)]
+PARALLEL = 4
+
+
+@pytest.fixture(scope="module")
+def sittings(request: pytest.FixtureRequest, installed: Installed,
+             tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str, str], Future[Ended]]]:
+    """Every sitting the selected tests read, started at once, PARALLEL at a time."""
+    wanted = {(item.callspec.params["client"], item.callspec.params["ending"]) for item in request.session.items
+              if item.module is request.module and hasattr(item, "callspec") and "sittings" in item.fixturenames}
+    base = tmp_path_factory.mktemp("interactive")
+    worlds: list[World] = []
+
+    def one(client: str, ending: str) -> Ended:
+        world = World(Path(base) / f"{client}-{ending}", DRIVERS[client], installed)
+        worlds.append(world)
+        return sit_and_end(world, ending)
+
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        futures = {cell: pool.submit(one, *cell) for cell in CELLS if cell in wanted}
+        yield futures
+        for future in futures.values():
+            future.cancel()
+    for world in worlds:
+        world.close()
+
+
+def ids(cells: list[tuple[str, str]]) -> list[Any]:
+    return [pytest.param(*cell, id=f"{cell[0]}-{cell[1]}") for cell in cells]
+
+
+@pytest.mark.parametrize(("client", "ending"), ids(CELLS))
+def test_an_ending_is_recorded_as_the_client_really_ends(sittings: dict[tuple[str, str], Future[Ended]],
+                                                         client: str, ending: str) -> None:
+    ended = sittings[client, ending].result()
+    seen = OBSERVED[client][ending]
+    assert recorded(ended) == {k: seen[k] for k in ("outcome", "end_reason", "last_turn")}, ended.records
+
+
+@pytest.mark.parametrize(("client", "ending"), ids(CELLS))
+def test_an_ending_without_an_end_event_is_never_closed(sittings: dict[tuple[str, str], Future[Ended]],
+                                                        client: str, ending: str) -> None:
+    ended = sittings[client, ending].result()
+    # the client sent no end: the episode was still open when the client was gone, and reading ended it
+    assert ended.open_before_reading == (OBSERVED[client][ending]["event"] == "none")
+    if ended.open_before_reading:
+        assert [r["outcome"] for r in ended.records] == ["interrupted"], ended.records
+
+
+@pytest.mark.parametrize(("client", "ending"), ids(CELLS))
+def test_an_ended_sitting_keeps_its_prompt_linked_open(sittings: dict[tuple[str, str], Future[Ended]],
+                                                       client: str, ending: str) -> None:
+    ended = sittings[client, ending].result()
+    episode = ended.records[0]["session_id"]
+    assert [(p["episode"], p["episode_link"]) for p in ended.prompts] == [(episode, "open")]
+
+
+@pytest.mark.parametrize(("client", "ending"), ids(CELLS))
+def test_an_ended_sitting_counts_no_compaction(sittings: dict[tuple[str, str], Future[Ended]],
+                                               client: str, ending: str) -> None:
+    ended = sittings[client, ending].result()
+    assert [r.get("compactions", 0) for r in ended.records] == [0]
+
+
+@pytest.mark.parametrize(("client", "ending"), ids(CELLS))
+def test_no_credential_typed_in_a_sitting_reaches_the_layer(sittings: dict[tuple[str, str], Future[Ended]],
+                                                            client: str, ending: str) -> None:
+    ended = sittings[client, ending].result()
+    assert ended.world.places_holding(ended.world.credential) == []
+
+
+@pytest.mark.parametrize(("client", "ending"), ids(CELLS))
+def test_doctor_finds_nothing_to_warn_about_after_a_sitting(sittings: dict[tuple[str, str], Future[Ended]],
+                                                            client: str, ending: str) -> None:
+    ended = sittings[client, ending].result()
+    assert [f for f in ended.doctor if f["level"] in ("WARN", "FAIL")] == []
+
+
+@pytest.mark.parametrize(("client", "ending"), ids(NOT_OFFERED))
+def test_an_ending_a_client_does_not_offer_says_why(client: str, ending: str) -> None:
+    assert OBSERVED[client][ending].get("why"), f"{client} {ending}: not offered, and no reason given"
