@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -63,7 +64,11 @@ class Install:
         run([python, "-m", "venv", str(self.venv)])
         py = self.venv / "bin" / "python"
         if upgrade_pip:
-            run([str(py), "-m", "pip", "install", "-q", "--upgrade", "pip"])
+            done = subprocess.run([str(py), "-m", "pip", "install", "-q", "--upgrade", "pip"], capture_output=True,
+                                  check=False, timeout=300)
+            if done.returncode != 0:
+                print(f"  ({name}: a current pip could not be installed, so this install has the venv's own pip: "
+                      f"{done.stderr.decode(errors='replace').strip().splitlines()[-1:]})")
         run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)])
         self.pip = run([str(py), "-m", "pip", "--version"]).stdout.decode().split()[1]
         self.python = str(py)
@@ -86,10 +91,16 @@ def argv_of(install: Install, form: str, tail: tuple[str, ...]) -> list[str]:
     return [str(install.venv / "bin" / "majordomus"), *tail]
 
 
+CPU: dict[str, list[float]] = {}  # the same samples in CPU seconds (user + system) of the child: steadier under load
+
+
 def timed(argv: list[str], cwd: Path, payload: bytes, errors: list[str], what: str) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, input=payload, capture_output=True, check=False)
     elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.setdefault(what, []).append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     if done.returncode != 0:
         errors.append(f"{what}: exit {done.returncode}: {done.stderr.decode(errors='replace')[:200]}")
     return elapsed
@@ -144,19 +155,22 @@ def bench_python(version: str, python: str, rounds: int, old_pip: bool, wheel: P
     for install in installs:
         check(install, errors)
     bare = statistics.median(samples["python -c pass"])
+    bare_cpu = statistics.median(CPU["python -c pass"])
     print(f"\nPython {version} ({python}), {rounds} alternated rounds; python -c pass {bare * 1000:.1f} ms, "
           f"the shell a client wraps a command in +{(statistics.median(samples[SHELL]) - bare) * 1000:.1f} ms")
     for install in installs:
         print(f"  {install.name}: pip {install.pip}")
-        print(f"    {'hook':<11}" + "".join(f"{form:>22}" for form in ("per-person", "shared", "console"))
+        print(f"    {'hook':<11}" + "".join(f"{form:>31}" for form in ("per-person", "shared", "console"))
               + f"{'target':>9}")
         for kind, target in TARGETS.items():
             cells = []
             for form in ("per-person", "shared", "console"):
-                med = statistics.median(samples[f"{install.name} {form} {kind}"])
+                key = f"{install.name} {form} {kind}"
+                med = statistics.median(samples[key])
                 over = "" if form == "console" or med / bare <= target else " !"
-                cells.append(f"{med * 1000:7.1f} ms {med / bare:5.2f}×{over:2}")
-            print(f"    {kind:<11}" + "".join(f"{c:>22}" for c in cells) + f"{'≤ ' + str(target):>9}")
+                cpu = statistics.median(CPU[key]) / bare_cpu if bare_cpu else 0.0
+                cells.append(f"{med * 1000:6.1f} ms {med / bare:4.2f}× cpu {cpu:4.2f}×{over:2}")
+            print(f"    {kind:<11}" + "".join(f"{c:>31}" for c in cells) + f"{'≤ ' + str(target):>9}")
     return errors
 
 
@@ -171,7 +185,9 @@ def main() -> int:
         tmp = Path(name)
         run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "wheel"), str(ROOT)])
         [wheel] = (tmp / "wheel").glob("majordomus-*.whl")
-        print(f"hook latency: {wheel.name}, installed --no-deps; '!' marks a ratio over its target")
+        print(f"hook latency: {wheel.name}, installed --no-deps; wall time and its ratio to python -c pass, then the "
+              f"ratio of CPU time (user + system, steadier on a loaded machine); '!' marks a wall ratio over its "
+              f"target; load average {os.getloadavg()[0]:.2f}")
         for version in args.pythons:
             python = find_python(version)
             if python is None:
