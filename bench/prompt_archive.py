@@ -81,17 +81,23 @@ def latency(tmp: Path, rounds: int) -> None:
 BASE = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
+def empty_layout(root: Path) -> Layout:
+    """The folders of the layer an archive lives in, none holding anything yet."""
+    layout = Layout(root)
+    for d in (layout.prompts_dir, layout.sessions_open, layout.contexts_dir, layout.sessions_dir, layout.locks,
+              layout.policy_file.parent):
+        d.mkdir(parents=True, exist_ok=True)
+    os.chmod(layout.prompts_dir, 0o700)
+    return layout
+
+
 def synthesize(root: Path, count: int, base: datetime = BASE) -> Layout:
     """An archive of `count` records over 200 days and 50 provider sessions, each with its renderings.
 
     Every 10th record is legacy (no provenance: reconcile rewrites it), every 10th lacks its renderings
     (render writes them), bodies span the whole period (prune's age bound takes the oldest tenth).
     """
-    layout = Layout(root)
-    for d in (layout.prompts_dir, layout.sessions_open, layout.contexts_dir, layout.sessions_dir, layout.locks,
-              layout.policy_file.parent):
-        d.mkdir(parents=True, exist_ok=True)
-    os.chmod(layout.prompts_dir, 0o700)
+    layout = empty_layout(root)
     span = 200 * 86400
     here = worktree_id(root)
     layout.policy_file.write_text("prompts:\n  retention_max_days: 180\n  retention_max_bytes: 1000000000\n")
@@ -136,11 +142,7 @@ def synthesize_orphans(root: Path, count: int, sessions: int = 500, base: dateti
     """A migrated archive: `count` records across `sessions` provider sessions, every one an orphan (captured
     when no episode was open), no episode, working context or closed record anywhere: tier 3 has no candidate,
     so nothing links and every record stays as it is."""
-    layout = Layout(root)
-    for d in (layout.prompts_dir, layout.sessions_open, layout.contexts_dir, layout.sessions_dir, layout.locks,
-              layout.policy_file.parent):
-        d.mkdir(parents=True, exist_ok=True)
-    os.chmod(layout.prompts_dir, 0o700)
+    layout = empty_layout(root)
     span = 200 * 86400
     here = worktree_id(root)
     for i in range(count):

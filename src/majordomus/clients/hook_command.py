@@ -97,16 +97,16 @@ def _words(text: str, *, expect: str | None, interpreted: bool = False) -> HookC
         words = shlex.split(text)
     except ValueError:
         return None
-    if interpreted:
+    interpreter = None
+    if interpreted:  # `interpreter -IS launcher …`
         if len(words) < 3 or words[1] != FLAGS:
             return None
-        found = _words(shlex.join(words[2:]), expect=expect)
-        return None if found is None else HookCommand(found.executable, found.words, words[0])
+        interpreter, words = words[0], words[2:]
     if not words or not Path(words[0]).name.startswith("majordomus") or (expect and words[0] != expect):
         return None
     if any(w in (";", "&&", "||", "|") or w.startswith(("<", ">", "2>")) for w in words):
         return None  # a person's pipeline around a majordomus word is theirs, not ours
-    return HookCommand(words[0], tuple(words[1:]))
+    return HookCommand(words[0], tuple(words[1:]), interpreter)
 
 
 def is_ours(command: object, tail: tuple[str, ...]) -> bool:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from majordomus.clients import install_record
 from majordomus.clients.hook_command import LAUNCHER, is_ours, local_command, shared_command
 from majordomus.clients.install_toml import merge_codex_toml
+from majordomus.clients.links import refuse_links
 from majordomus.clients.providers import InstallRow, Provider, get_provider, load_providers
 from majordomus.errors import MissingError, RefusedError
 from majordomus.layout import Layout, write_atomic
@@ -131,7 +132,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def read_json_config(root: Path, rel: str) -> tuple[dict[str, Any] | None, bytes | None]:
     """(document, original bytes); (None, None) when the file does not exist. RefusedError when it cannot be merged."""
     path = root / rel
-    _refuse_links(root, rel)
+    refuse_links(root, rel)
     if not path.exists():
         return None, None
     raw = path.read_bytes()
@@ -151,16 +152,6 @@ def read_json_config(root: Path, rel: str) -> tuple[dict[str, Any] | None, bytes
                            "majordomus refuses to overwrite it",
                            f"fix {rel}, then run capture install again")
     return doc, raw
-
-
-def _refuse_links(root: Path, rel: str) -> None:
-    """A linked config (or a linked directory on the way to it) could send the write anywhere: refuse, never follow."""
-    path = root
-    for part in Path(rel).parts:
-        path = path / part
-        if path.is_symlink():
-            raise RefusedError(f"{path.relative_to(root)} is a symbolic link; majordomus does not write through links",
-                               "replace it with a real file, or wire this client by hand")
 
 
 def _section(doc: dict[str, Any], key: str, rel: str) -> dict[str, Any]:
@@ -341,7 +332,7 @@ def plan(root: Path, provider: Provider, exe: Path, mcp: Path) -> tuple[list[Pla
         changes += merge_mcp_json(doc_of(provider.mcp_config), shape, shared_mcp, provider.mcp_config)
     elif provider.mcp_config:
         rel = provider.mcp_config
-        _refuse_links(root, rel)
+        refuse_links(root, rel)
         path = root / rel
         try:
             original = path.read_bytes().decode("utf-8") if path.exists() else ""  # bytes: keep CRLF as it is

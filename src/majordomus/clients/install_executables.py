@@ -18,6 +18,7 @@ import shlex
 from pathlib import Path
 
 from majordomus.clients.hook_command import shared_command
+from majordomus.clients.links import refuse_links
 from majordomus.clients.providers import Provider
 from majordomus.errors import RefusedError
 
@@ -52,16 +53,6 @@ def command_of(data: bytes) -> str | None:
 def rel_of(provider: Provider, event: str) -> str:
     assert provider.config is not None  # an executables row names the folder (providers.problems checks)
     return f"{provider.config.rstrip('/')}/{event}"
-
-
-def refuse_links(root: Path, rel: str) -> None:
-    """A linked hook file (or a linked folder on the way to it) could send the write anywhere: refuse, never follow."""
-    path = root
-    for part in Path(rel).parts:
-        path = path / part
-        if path.is_symlink():
-            raise RefusedError(f"{path.relative_to(root)} is a symbolic link; majordomus does not write through links",
-                               "replace it with a real file or folder, or wire this client by hand")
 
 
 def plan(root: Path, provider: Provider, wanted: list[tuple[str, tuple[str, ...]]]) -> tuple[list[tuple[str, bytes]],

@@ -18,7 +18,6 @@ from typing import Any
 
 from majordomus.clients import install_record
 from majordomus.clients.install import (
-    _refuse_links,
     is_connection,
     json_bytes,
     read_json_config,
@@ -27,6 +26,7 @@ from majordomus.clients.install import (
 )
 from majordomus.clients.install_record import FileRecord, InstallRecord, digest
 from majordomus.clients.install_toml import remove_codex_server
+from majordomus.clients.links import refuse_links
 from majordomus.clients.providers import InstallRow, Provider, get_provider
 from majordomus.errors import MissingError
 from majordomus.layout import Layout, write_atomic
@@ -108,7 +108,7 @@ def _undo_file(root: Path, provider: Provider, shape: InstallRow, rel: str, know
         return None  # a record never sends a write outside the repository and its git directory
     path = root / rel
     if not os.path.isabs(rel):
-        _refuse_links(root, rel)
+        refuse_links(root, rel)
     try:
         current = path.read_bytes()
         mode = path.stat().st_mode & 0o7777
@@ -233,7 +233,7 @@ def _undo_executables(root: Path, provider: Provider, record: InstallRecord | No
     for rel in rels:
         if os.path.isabs(rel):
             continue
-        _refuse_links(root, rel)
+        refuse_links(root, rel)
         path = root / rel
         if not path.is_file():
             continue
