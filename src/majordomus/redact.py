@@ -21,7 +21,6 @@ How a rule runs (its `anchor`), cheapest first:
 
 from __future__ import annotations
 
-
 from majordomus import jsonlite
 from majordomus.paths import LitePath
 from majordomus.values import value
