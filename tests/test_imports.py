@@ -37,11 +37,13 @@ EXPECTED: dict[str, set[str]] = {
     "end": SESSION | {"select"},  # git status and rev-list at the close
     "compact": SESSION,
     "turn": SESSION,
+    # the credential table's rows (a generated module: cached bytecode) are loaded for every prompt's hints
     "prompt": COMMON | {"majordomus.commands.prompt", "majordomus.archive", "majordomus.archive.capture",
-                        "majordomus.archive.record", "majordomus.archive.render"},
+                        "majordomus.archive.record", "majordomus.archive.render", "majordomus.redact_rules"},
 }
-# a prompt of an open episode refreshes it through the boundary's writer; only one without looks for a start's mark
-EXPECTED["prompt-open"] = EXPECTED["prompt"] | {"majordomus.episodes.boundary", "majordomus.ledger"}
+# a prompt of an open episode refreshes it through the store's writer (never the boundary nor the ledger); only one
+# without looks for a start's mark
+EXPECTED["prompt-open"] = EXPECTED["prompt"]
 EXPECTED["prompt"] = EXPECTED["prompt"] | {"majordomus.episodes.starting"}
 # `re` (and `enum`, `functools`, `collections` … behind it), only when a prompt's text needs a rule: a hint of
 # the credential table is in it (or the table has a `/regex/` hint, which needs `re` to be tried at all)

@@ -1,8 +1,10 @@
-"""Applies the credential table (redact_rules.json) to prompt text before anything is persisted.
+"""Applies the credential table (majordomus/redact_rules.py) to prompt text before anything is persisted.
 
-Runs on the hook path: stdlib only. The table is compiled from redact_rules.yaml by
+Runs on the hook path: stdlib only. The table is compiled from archive/redact_rules.yaml by
 `python -m majordomus.archive.redact_table --write`, which proves every row against its examples and
-near-misses; this module only reads the JSON. Every pattern in the table is linear-time in Python's `re`.
+near-misses and writes the rows this module applies (redact_rules.py, cached bytecode: nothing is parsed on a
+prompt) beside the proved table (archive/redact_rules.json). Every pattern in the table is linear-time in
+Python's `re`.
 
 How a rule runs (its `anchor`), cheapest first:
 - every rule has `hints`, lowercase substrings one of which every match contains: a text with none of them
@@ -21,8 +23,6 @@ How a rule runs (its `anchor`), cheapest first:
 
 from __future__ import annotations
 
-from majordomus import jsonlite
-from majordomus.paths import LitePath
 from majordomus.values import value
 
 TYPE_CHECKING = False
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Iterator
 
 # `re` is imported only when a text needs a rule (one of its hints is in the text): ~5 ms of every hook
-TABLE = LitePath(__file__).parent / "archive" / "redact_rules.json"  # compiled from archive/redact_rules.yaml
 
 # A span with fewer distinct characters than this (`AKIAXXXXXXXXXXXXXXXX`, `ghp_xxxx…`) or whose
 # tail is a run of one or two characters (`sk-proj-xxxx…`, `Bearer XXXX-XXXX…`) is a placeholder or
@@ -255,10 +254,13 @@ def _parse_rules(raw: dict[str, Any]) -> list[Rule]:
 
 
 def load_rules() -> list[Rule]:
-    """The table in order, read once per process; each pattern is compiled on first use."""
+    """The table in order, loaded once per process from its generated module (cached bytecode, nothing parsed);
+    each pattern is compiled on first use."""
     global _rules
     if _rules is None:
-        _rules = _parse_rules(jsonlite.loads(TABLE.read_bytes().decode("utf-8")))
+        from majordomus.redact_rules import RULES
+
+        _rules = [Rule(*row) for row in RULES]
     return list(_rules)
 
 

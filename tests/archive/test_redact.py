@@ -117,10 +117,13 @@ def test_every_row_has_an_example_and_a_near_miss() -> None:
     assert all(row["examples"] and row["near_misses"] for row in TABLE_ROWS)
 
 
-def test_the_shipped_json_is_what_the_yaml_compiles_to() -> None:
+def test_the_shipped_json_and_rows_module_are_what_the_yaml_compiles_to() -> None:
     shipped = redact_table.JSON_PATH.read_text(encoding="utf-8")
     assert shipped == redact_table.json_text({"version": 1, "rules": TABLE_ROWS}), \
         "redact_rules.json is stale: run python -m majordomus.archive.redact_table --write"
+    module = redact_table.module_text({"version": 1, "rules": TABLE_ROWS})
+    assert redact_table.MODULE_PATH.read_text(encoding="utf-8") == module, \
+        "redact_rules.py is stale: run python -m majordomus.archive.redact_table --write"
     done = subprocess.run([sys.executable, "-m", "majordomus.archive.redact_table", "--check"], capture_output=True)
     assert done.returncode == 0, done.stderr
 

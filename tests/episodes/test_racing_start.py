@@ -12,8 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from majordomus.episodes.boundary import _lock as session_lock
 from majordomus.episodes.starting import WAIT_SECONDS
+from majordomus.episodes.store import session_lock
 from majordomus.identity import session_key
 from majordomus.layout import Layout
 from support import MAJORDOMUS, open_files

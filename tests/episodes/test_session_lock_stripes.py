@@ -12,7 +12,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from majordomus.episodes.boundary import _lock as session_lock
+from majordomus.episodes.store import session_lock
 from majordomus.identity import session_key
 from majordomus.layout import Layout
 from mcp_support import McpProcess, attach_one, auth, initialize, open_file

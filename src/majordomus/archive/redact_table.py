@@ -1,8 +1,10 @@
-"""Compiles the credential table: `redact_rules.yaml`, the source a person edits, into `redact_rules.json`.
+"""Compiles the credential table: `redact_rules.yaml`, the source a person edits, into `redact_rules.json` (the
+proved table, examples and near-misses included) and `majordomus/redact_rules.py` (the rows the hook applies).
 
-The hook path (`redact.py`) reads only the JSON, with stdlib json; PyYAML is imported here, never there.
-`python -m majordomus.archive.redact_table --write` regenerates the JSON; `--check [redact_rules.yaml]`
-exits 10 when the source is malformed or the JSON is stale. A test holds them equal.
+The hook path (`redact.py`) imports only the generated module, whose bytecode is cached: parsing the 44 KB of
+JSON cost every prompt about 0.4 ms. PyYAML is imported here, never there.
+`python -m majordomus.archive.redact_table --write` regenerates both; `--check [redact_rules.yaml]`
+exits 10 when the source is malformed or either is stale. A test holds them equal.
 
 A rule's pattern is its parts joined (prefix, guard, body, end), or, for `generator: assignment`, built by
 `assignment_pattern` from its word lists, whose hint `assignment_hint` derives from the same lists.
@@ -22,6 +24,7 @@ from majordomus.redact import CHECKS, Rule, _parse_rules, rule_spans  # stdlib o
 HERE = Path(__file__).parent
 YAML_PATH = HERE / "redact_rules.yaml"
 JSON_PATH = HERE / "redact_rules.json"
+MODULE_PATH = HERE.parent / "redact_rules.py"
 
 MAX_LINE = 200
 PARTS = ("prefix", "guard", "body", "end")
@@ -286,9 +289,30 @@ def json_text(table: dict[str, Any]) -> str:
     return json.dumps(table, indent=1, ensure_ascii=False) + "\n"
 
 
+RUNTIME_FIELDS = ("name", "pattern", "sample", "hints", "anchor", "locate", "check")  # Rule's order of fields
+
+
+def module_text(table: dict[str, Any]) -> str:
+    """`redact_rules.py` for a compiled table: one tuple per rule, in RUNTIME_FIELDS order (the sample is the
+    rule's first example), each value a Python literal."""
+    rows = []
+    for rule in table["rules"]:
+        values = {**rule, "sample": rule["examples"][0]["text"], "hints": tuple(rule["hints"]),
+                  "locate": tuple(rule.get("locate", ())), "anchor": rule.get("anchor", ""),
+                  "check": rule.get("check", "")}
+        rows.append("    (\n" + "".join(f"        {values[f]!r},\n" for f in RUNTIME_FIELDS) + "    ),\n")
+    return ('"""The credential table\'s rows as the hook applies them, generated from archive/redact_rules.yaml by\n'
+            "`python -m majordomus.archive.redact_table --write`: do not edit (a test holds it to the table).\n\n"
+            "A module, not JSON: its bytecode is cached, so a prompt loads the table without parsing it.\n"
+            f"Each row: {', '.join(RUNTIME_FIELDS)}.\n" + '"""\n\n'
+            "RULES = (\n" + "".join(rows) + ")\n")
+
+
 def main(argv: list[str]) -> int:
     if argv == ["--write"]:
-        JSON_PATH.write_text(json_text(compile_source(YAML_PATH.read_text(encoding="utf-8"))), encoding="utf-8")
+        table = compile_source(YAML_PATH.read_text(encoding="utf-8"))
+        JSON_PATH.write_text(json_text(table), encoding="utf-8")
+        MODULE_PATH.write_text(module_text(table), encoding="utf-8")
         return 0
     if argv[:1] == ["--check"] and len(argv) <= 2:
         source = Path(argv[1]) if len(argv) == 2 else YAML_PATH
@@ -299,6 +323,10 @@ def main(argv: list[str]) -> int:
             return 10
         if len(argv) == 1 and JSON_PATH.read_text(encoding="utf-8") != json_text(table):
             print("majordomus: redact_rules.json is stale; "
+                  "run python -m majordomus.archive.redact_table --write", file=sys.stderr)
+            return 10
+        if len(argv) == 1 and MODULE_PATH.read_text(encoding="utf-8") != module_text(table):
+            print("majordomus: majordomus/redact_rules.py is stale; "
                   "run python -m majordomus.archive.redact_table --write", file=sys.stderr)
             return 10
         return 0

@@ -28,7 +28,6 @@ from majordomus.identity import (
     rfc3339,
     run_bounded,
     session_key,
-    sha256,
     tree_state,
     worktree_id,
 )
@@ -97,17 +96,6 @@ def _rel(layout: Layout, path: Path) -> str:
     return str(path.relative_to(layout.root))
 
 
-LOCK_STRIPES = 256
-
-
-def _lock(layout: Layout, key: str) -> Path:
-    """The lock of a session: one of 256 files, picked by a digest of its key. A file per session left one file
-    per session ever in the locks directory, and cost every new episode a file create (an attach's slowest step
-    on an ext4 that scans past recently freed inodes). Two sessions that share a file wait for each other's
-    boundaries only, and no path holds two session locks at once (or a session lock inside another lock)."""
-    return layout.locks / f"session.{sha256(key.encode()).digest()[0] % LOCK_STRIPES:02x}.lock"
-
-
 @value
 class Drawn:
     """What one boundary did: the report line, and whether it opened a new episode (and which)."""
@@ -125,7 +113,7 @@ def start_episode(layout: Layout, b: Boundary, *, held_by: int | None = None, cl
     how a later command sees that the client vanished), `client_namespace` where that pid means that process."""
     assert b.provider_session is not None
     key = session_key(b.provider_session)
-    with file_lock(_lock(layout, key)):
+    with file_lock(store.session_lock(layout, key)):
         existing = store.read_open_file(layout.open_file(key))
         if existing is not None:
             if client is not None and existing.client != client:  # the same session, run by a new process
@@ -180,7 +168,7 @@ def finish_start(layout: Layout, provider_session: str) -> None:
     """`_finish_start` under the session's lock, for recovery: an episode whose server died may have died in its
     start, and no attach may ever come back to keep it."""
     key = session_key(provider_session)
-    with file_lock(_lock(layout, key)):
+    with file_lock(store.session_lock(layout, key)):
         opened = store.read_open_file(layout.open_file(key))
         if opened is not None:
             _finish_start(layout, opened)
@@ -240,7 +228,7 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
     client process: a start of the same session by a new process since then keeps it open. `evidence` says
     what showed the end, in the record, the ledger line and the working context."""
     key = session_key(provider_session)
-    with file_lock(_lock(layout, key)):
+    with file_lock(store.session_lock(layout, key)):
         path = layout.open_file(key)
         opened = store.read_open_file(path)
         if opened is None:
@@ -380,7 +368,7 @@ def _commits(root: Path, start: str, head: str, deadline: float) -> tuple[list[s
 def count_compaction(layout: Layout, b: Boundary) -> str:
     assert b.provider_session is not None
     key = session_key(b.provider_session)
-    with file_lock(_lock(layout, key)):
+    with file_lock(store.session_lock(layout, key)):
         opened = store.read_open_file(layout.open_file(key))
         if opened is None:
             return f"no open episode here for provider session {b.provider_session}; compaction not counted"
@@ -398,7 +386,7 @@ def end_turn(layout: Layout, b: Boundary, *, completed: bool = True, status: str
     A turn the client says ended otherwise (Cursor's stop `status: aborted`) leaves the turn `running`."""
     assert b.provider_session is not None
     key = session_key(b.provider_session)
-    with file_lock(_lock(layout, key)):
+    with file_lock(store.session_lock(layout, key)):
         opened = store.read_open_file(layout.open_file(key))
         if opened is None:
             return f"no open episode here for provider session {b.provider_session}; turn not recorded"
@@ -412,18 +400,6 @@ def end_turn(layout: Layout, b: Boundary, *, completed: bool = True, status: str
     return f"session {opened.session_id} turn ended {status}; not completed"
 
 
-def update_open(layout: Layout, provider_session: str, *, sync: bool = True, **changes: Any) -> bool:
-    """Read-modify-write one open file under its lock; False when no episode is open under that key."""
-    key = session_key(provider_session)
-    with file_lock(_lock(layout, key)):
-        path = layout.open_file(key)
-        opened = store.read_open_file(path)
-        if opened is None:
-            return False
-        write_atomic(path, replace(opened, **changes).to_bytes(), sync=sync)
-    return True
-
-
 def set_connection_state(root: Path, external_id: str, *, held_by: int | None, detached_at: str | None,
                          attachments: int | None = None, bridge: int | None = None, sync: bool = True) -> bool:
     """The board's note in the open file: which server holds the episode (and through which bridge, whose life
@@ -435,10 +411,4 @@ def set_connection_state(root: Path, external_id: str, *, held_by: int | None, d
     changes: dict[str, Any] = {"held_by": held_by, "detached_at": detached_at, "bridge": bridge}
     if attachments is not None:
         changes["attachments"] = attachments
-    return update_open(layout, external_id, sync=sync, **changes)
-
-
-def touch_activity(layout: Layout, provider_session: str) -> bool:
-    """A captured prompt of an open episode refreshes its `last_activity_at` (SPEC 4.4) and starts a turn."""
-    # no fsync: what a crash can lose here is rebuilt or moot (docs/decisions.md: what the hooks fsync)
-    return update_open(layout, provider_session, sync=False, last_activity_at=rfc3339(now_s()), last_turn="running")
+    return store.update_open(layout, external_id, sync=sync, **changes)

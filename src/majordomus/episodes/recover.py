@@ -9,7 +9,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from majordomus.episodes import store
-from majordomus.episodes.boundary import close_episode, finish_start, update_open
+from majordomus.episodes.boundary import close_episode, finish_start
+from majordomus.episodes.store import update_open
 from majordomus.episodes.vanished import REASON as VANISHED
 from majordomus.episodes.vanished import gone_client
 from majordomus.identity import is_live_majordomus, now_utc, parse_rfc3339, process_namespace, rfc3339, worktree_id

@@ -1,4 +1,5 @@
-"""The episode store on disk: open-episode files, closed records, working contexts — their formats and readers.
+"""The episode store on disk: open-episode files, closed records, working contexts — their formats and readers,
+and the read-modify-write of an open file under its session's lock (a prompt refreshes one without the boundary).
 
 Values are written as JSON scalars, which are valid YAML, so a YAML reader and this stdlib reader agree.
 Stdlib only: the hook path reads and writes these.
@@ -8,8 +9,8 @@ from __future__ import annotations
 
 import os
 
-from majordomus.identity import session_key
-from majordomus.layout import Layout
+from majordomus.identity import now_s, rfc3339, session_key, sha256
+from majordomus.layout import Layout, file_lock, write_atomic
 from majordomus.simple_yaml import front_matter, parse_simple_yaml, yaml_lines
 from majordomus.values import fields_of, replace, value
 
@@ -270,3 +271,32 @@ def working_contexts(layout: Layout) -> Iterator[WorkingContext]:
                              provider_session=_text(meta.get("provider_session")), opened_at=opened,
                              closed_at=closed if isinstance(closed, str) else None,
                              worktree_id=_text(meta.get("worktree_id")))
+
+
+LOCK_STRIPES = 256
+
+
+def session_lock(layout: Layout, key: str) -> Path:
+    """The lock of a session: one of 256 files, picked by a digest of its key. A file per session left one file
+    per session ever in the locks directory, and cost every new episode a file create (an attach's slowest step
+    on an ext4 that scans past recently freed inodes). Two sessions that share a file wait for each other's
+    boundaries only, and no path holds two session locks at once (or a session lock inside another lock)."""
+    return layout.locks / f"session.{sha256(key.encode()).digest()[0] % LOCK_STRIPES:02x}.lock"
+
+
+def update_open(layout: Layout, provider_session: str, *, sync: bool = True, **changes: Any) -> bool:
+    """Read-modify-write one open file under its lock; False when no episode is open under that key."""
+    key = session_key(provider_session)
+    with file_lock(session_lock(layout, key)):
+        path = layout.open_file(key)
+        opened = read_open_file(path)
+        if opened is None:
+            return False
+        write_atomic(path, replace(opened, **changes).to_bytes(), sync=sync)
+    return True
+
+
+def touch_activity(layout: Layout, provider_session: str) -> bool:
+    """A captured prompt of an open episode refreshes its `last_activity_at` (SPEC 4.4) and starts a turn."""
+    # no fsync: what a crash can lose here is rebuilt or moot (docs/decisions.md: what the hooks fsync)
+    return update_open(layout, provider_session, sync=False, last_activity_at=rfc3339(now_s()), last_turn="running")
