@@ -16,7 +16,7 @@ from majordomus.values import value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
     from pathlib import Path  # the hook path passes a majordomus.paths.LitePath: the same operations, no pathlib
 
 PRIVATE_FILE = 0o600
@@ -270,32 +270,6 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def fsync_dir_begun(directory: Path) -> Callable[[], None]:
-    """`fsync_dir(directory)` on a thread of its own, begun now; the function returned waits for it to end and
-    raises what it raised. The disk's flush (about a millisecond) then overlaps what the caller writes meanwhile;
-    the caller waits before it says the names are durable. `_thread`: no `threading` on the hook path."""
-    done = _thread.allocate_lock()
-    done.acquire()
-    failed: list[OSError] = []
-
-    def run() -> None:
-        try:
-            fsync_dir(directory)
-        except OSError as exc:
-            failed.append(exc)
-        finally:
-            done.release()
-
-    _thread.start_new_thread(run, ())
-
-    def wait() -> None:
-        with done:
-            if failed:
-                raise failed[0]
-
-    return wait
 
 
 def append_line(path: Path, line: str, mode: int = PRIVATE_FILE) -> None:

@@ -23,12 +23,12 @@ from majordomus.identity import (
     sha256,
     worktree_id,
 )
-from majordomus.layout import Layout, append_line, create_first, ensure_dir, file_lock, fsync_dir_begun
+from majordomus.layout import Layout, append_line, create_first, ensure_dir, file_lock
 from majordomus.values import value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
     from pathlib import Path
     from typing import Any
 
@@ -96,13 +96,11 @@ def _seen(layout: Layout, key: str, days: tuple[str, ...]) -> bool:
     return False
 
 
-def publish(layout: Layout, stamp: str, slug: str, data: bytes) -> tuple[str, Callable[[], None]]:
-    """Create `<stamp>-<slug>[-n].json` exclusively: a clash takes the next suffix, without limit. Its bytes are
-    fsynced before its name exists; the directory's fsync, which makes the name durable, is begun and the
-    function returned waits for it (the renderings and the open file's refresh are written meanwhile)."""
-    name = create_first(layout.prompts_dir, _names(stamp, slug), data)
+def publish(layout: Layout, stamp: str, slug: str, data: bytes) -> str:
+    """Create `<stamp>-<slug>[-n].json` exclusively: a clash takes the next suffix, without limit."""
+    name = create_first(layout.prompts_dir, _names(stamp, slug), data, durable=True)  # bytes and name fsynced
     assert name is not None  # the names never run out
-    return name, fsync_dir_begun(layout.prompts_dir)
+    return name
 
 
 def _names(stamp: str, slug: str) -> Iterator[str]:
@@ -189,14 +187,14 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
     stamp = second_stamp(moment)
     try:
         if prompt_id is None:
-            name, settle = publish(layout, stamp, rec.slug(text), body)
+            name = publish(layout, stamp, rec.slug(text), body)
         else:
             key = _id_key(provider_name, prompt_id)
             days = (day_stamp(moment), day_stamp(moment - 86400))
             with file_lock(layout.locks / "prompt-ids.lock"):
                 if _seen(layout, key, days):
                     return CaptureReport(0, "capture prompt: this prompt id is archived already; nothing written")
-                name, settle = publish(layout, stamp, rec.slug(text, prompt_id), body)
+                name = publish(layout, stamp, rec.slug(text, prompt_id), body)
                 append_line(_id_index(layout, days[0]), f"{key} {name}")
     except (OSError, MajordomusError) as exc:
         why = exc.message if isinstance(exc, MajordomusError) else (exc.strerror or type(exc).__name__)
@@ -212,13 +210,6 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
             store.touch_activity(layout, provider_session)
         except (OSError, MajordomusError):
             log(layout, provider_name, "the episode's last_activity_at could not be refreshed")
-    try:
-        settle()  # the record's name is durable before the hook says it is archived
-    except OSError as exc:
-        log(layout, provider_name, f"the prompts directory could not be synced ({exc.strerror}); the record is "
-                                   "written, but a crash of the machine could lose its name")
-        raise InternalError(f"capture prompt: {rel} could not be synced ({exc.strerror}); {name} is written but "
-                            "not yet durable") from exc
     how = f"episode {opened.session_id}, open" if opened else "orphan: no episode open for its provider session"
     if raced:
         how += "; its start was still running when the prompt arrived"
