@@ -7,7 +7,7 @@ What the pinned CLI does, read from its --help and its bundled @cline/core and o
 - its MCP servers are read only from `~/.cline/data/settings/cline_mcp_settings.json` (`mcpServers`, as
   Claude's), never from the repository;
 - `cline --json "task"` is its headless run (auto-approve on by default); `--id <session>` resumes, but only in
-  the interactive terminal UI (it needs a TTY for stdin and stdout).
+  the interactive terminal UI (it needs a TTY for stdin and stdout), which test_cline.py drives in tmux.
 
 It is not in `drivers.DRIVERS`: Cline's sittings do not end the way the four others' do (a completed headless
 run fires no end hook), so it has its own tests (test_cline.py) rather than joining the parametrised ones.

@@ -1,18 +1,19 @@
 """The Cline CLI, pinned, wired by `majordomus capture install --provider cline` and run offline.
 
-What runs: a headless run (`cline --json "task"`) and an
-MCP sitting with majordomus in Cline's own MCP settings file. What cannot run offline here is skipped with the
-reason: the resumed run and the interactive exit live only in Cline's terminal UI, and a run killed mid-answer
-did not exit.
+What runs: a headless run (`cline --json "task"`), an MCP sitting with majordomus in Cline's own MCP settings
+file, and sittings in its terminal UI (tmux, terminal.py) ended each way a person ends one (interactive.end; the
+rows are Cline's in endings_observed.yaml) and resumed with `cline --id`. What cannot be driven offline is
+skipped with the reason: a headless run killed mid-answer did not exit.
 
-Cline runs its hook files detached (fire and forget, output ignored, outside the client's process group), so a
-test waits for what they write rather than for the client's exit.
+Cline runs its hook files detached (fire and forget, output ignored, in a session of their own but still its
+children), so a test waits for what they write rather than for the client's exit.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -23,15 +24,12 @@ from pathlib import Path
 import pytest
 
 from real_clients.cline import CLINE
-from real_clients.fake_api import Stall, Text
+from real_clients.fake_api import ANSWER, Request, Stall, Text
+from real_clients.interactive import Profile, end, observed, processes_under
 from real_clients.pinned import Installed
 from real_clients.scenarios import Mcp, Sitting, mcp, sit
+from real_clients.terminal import Terminal
 from real_clients.world import VENV_BIN, ClientFailed, World, model_texts, wait_until
-
-TUI_ONLY = ("cline 3.0.65 resumes a session only in its interactive terminal UI (`--id` sets interactive mode and "
-            "refuses to run without a TTY on stdin and stdout: 'interactive mode requires a TTY'), and that UI, "
-            "driven through a bare pseudo-terminal, did not take typed input here; so {what} cannot be run "
-            "headless and offline by this test")
 
 
 @dataclass(frozen=True)
@@ -168,14 +166,149 @@ def test_a_killed_run_leaves_no_credential_and_no_prompt_record(worlds: dict[str
     assert run.world.places_holding(run.world.credential) == []
 
 
-@pytest.mark.skip(reason=TUI_ONLY.format(what="the resumed run"))
-def test_a_resumed_run_continues_the_same_episode() -> None:
-    raise AssertionError("not reached")
+# ---- interactive, in a terminal (tmux) --------------------------------------------------------------------
+
+TUI = Profile("cline", r"What can I do for you\?|Ask anything", "/quit", argv=["cline"])
+OFFER = "any other key to close"  # the ClinePass offer Cline shows over its prompt, a moment after it is drawn
+OBSERVED_TUI = observed()["cline"]
 
 
-@pytest.mark.skip(reason=TUI_ONLY.format(what="the interactive exit (/exit, /quit)"))
-def test_the_interactive_exit_closes_the_episode() -> None:
-    raise AssertionError("not reached")
+@dataclass(frozen=True)
+class TuiSitting:
+    """One interactive sitting of Cline, ended, and what majordomus recorded once its next command read it."""
+
+    world: World
+    ending: str
+    provider_session: str  # Cline's session id (the open file's provider_session, what `--id` resumes)
+    open_before_reading: bool  # its episode was still open when Cline and its children were gone
+    records: list[dict[str, object]]  # the session records that appeared with this sitting
+    requests: list[Request]
+    doctor: list[dict[str, object]]
+
+
+def type_prompt(terminal: Terminal, prompt: str) -> None:
+    """Type the prompt and Enter. Cline draws its prompt and then, a moment later, the ClinePass offer over it;
+    keys typed while it opens close it and are lost. So: close the offer when it shows, clear the line, type
+    again, until the prompt shows what was typed."""
+    shown = re.escape(prompt[-16:])
+    for _ in range(6):
+        if OFFER in terminal.screen():
+            terminal.keys("Escape")
+        terminal.type(prompt)
+        if terminal.wait_for_screen_or_exit(shown, 3):
+            terminal.enter()
+            return
+        terminal.keys("C-u")
+    raise ClientFailed(f"cline never showed the typed prompt; its screen:\n{terminal.screen()}")
+
+
+def sit_in_tui(world: World, ending: str, argv: list[str], prompt: str) -> TuiSitting:
+    """Start Cline in tmux, ask one prompt, wait for the answer and its TaskComplete, end the sitting as `ending`
+    says (interactive.end), wait until Cline and what it started are gone, then let `majordomus episodes` read."""
+    before_ids = {e.session_id for e in world.episodes()}
+    first = len(world.api.requests)
+    mid_answer = ending == "window-closed-mid-answer"
+    world.api.script = Stall() if mid_answer else Text()
+    terminal = Terminal(world, argv, "cline")
+    try:
+        terminal.wait_for_screen(f"{TUI.ready_screen}|{OFFER}", 90)
+        type_prompt(terminal, prompt)
+        if mid_answer:
+            wait_until(world.api.stalled.is_set, 60, "cline's model request")
+        else:
+            terminal.wait_for_screen(re.escape(ANSWER[:20]), 60)
+        wait_until(lambda: any(o["session_id"] not in before_ids and (mid_answer or o.get("last_turn") == "completed")
+                               for o in world.open_files()), 30, "Cline's detached hooks' writes")
+        (opened,) = [o for o in world.open_files() if o["session_id"] not in before_ids]
+        end(terminal, TUI, ending)
+    finally:
+        terminal.cleanup()
+    for pid in processes_under(world.root):  # nothing of the sitting outlives it, as after a reboot
+        os.kill(pid, signal.SIGKILL)
+    still_open = any(o["session_id"] == opened["session_id"] for o in world.open_files())
+    world.check_majordomus("--json", "episodes")
+    records = [r for r in world.records() if r["session_id"] not in before_ids or r["session_id"] == opened[
+        "session_id"]]
+    return TuiSitting(world, ending, str(opened["provider_session"]), still_open, records, world.api.requests[first:],
+                      world.doctor())
+
+
+def tui_run(worlds: dict[str, object], ending: str) -> TuiSitting:
+    key = f"tui-{ending}"
+    if key not in worlds:
+        world = World(Path(str(worlds["base"])) / key, CLINE, worlds["installed"])  # type: ignore[arg-type]
+        prompt = f"Read README.md and sum it up. The deploy token is {world.credential}, keep it out of it."
+        worlds[key] = sit_in_tui(world, ending, ["cline"], prompt)
+    found = worlds[key]
+    assert isinstance(found, TuiSitting)
+    return found
+
+
+@pytest.mark.parametrize("ending", list(OBSERVED_TUI))
+def test_an_interactive_ending_is_recorded_as_cline_really_ends(worlds: dict[str, object], ending: str) -> None:
+    """Cline 3.0.65 runs no end hook on /quit, Ctrl-D, Ctrl-C or a window closed after the answer: the episode is
+    open when Cline is gone, and the next majordomus command finds its process gone and records it `interrupted`,
+    never `closed`. A window closed mid-answer runs SessionShutdown; with no turn hook run yet, no last turn."""
+    run = tui_run(worlds, ending)
+    seen = OBSERVED_TUI[ending]
+    assert run.open_before_reading == (seen["event"] == "none")
+    (record,) = run.records
+    assert record["provider"] == "cline" and record["compactions"] == 0, record
+    assert {k: str(record.get(k)) for k in ("outcome", "end_reason", "last_turn")} == {
+        k: seen[k] for k in ("outcome", "end_reason", "last_turn")}, record
+
+
+@pytest.mark.parametrize("ending", list(OBSERVED_TUI))
+def test_an_interactive_sitting_leaves_no_credential_and_no_warning(worlds: dict[str, object], ending: str) -> None:
+    run = tui_run(worlds, ending)
+    assert any(run.world.credential in s for s in model_texts(run.requests))  # it was there to leak
+    assert run.world.places_holding(run.world.credential) == []
+    assert [f for f in run.doctor if f["level"] in ("WARN", "FAIL")] == []
+
+
+def test_a_prompt_typed_in_the_terminal_ui_is_not_archived_because_cline_fires_no_prompt_hook(
+        worlds: dict[str, object]) -> None:
+    """Each message typed in the terminal UI starts a run of its own (TaskStart, then TaskComplete); Cline 3.0.65
+    runs no UserPromptSubmit for it, so there is no prompt record to link."""
+    run = tui_run(worlds, "exit")
+    assert run.world.prompts() == []
+
+
+@dataclass(frozen=True)
+class Resumed:
+    first: TuiSitting
+    second: TuiSitting
+
+
+def resumed_run(worlds: dict[str, object]) -> Resumed:
+    if "resumed" not in worlds:
+        world = World(Path(str(worlds["base"])) / "resumed", CLINE, worlds["installed"])  # type: ignore[arg-type]
+        first = sit_in_tui(world, "exit", ["cline"], f"Read README.md and sum it up. Token {world.credential}.")
+        second = sit_in_tui(world, "exit", ["cline", "--id", first.provider_session],
+                            "Now say the same in fewer words.")
+        worlds["resumed"] = Resumed(first, second)
+    found = worlds["resumed"]
+    assert isinstance(found, Resumed)
+    return found
+
+
+def test_a_resumed_sitting_continues_the_cline_session_and_its_conversation(worlds: dict[str, object]) -> None:
+    run = resumed_run(worlds)
+    assert run.second.provider_session == run.first.provider_session
+    opening = "Read README.md and sum it up."
+    assert any(opening in s for s in model_texts(run.second.requests))  # the model saw the first sitting
+
+
+def test_a_resumed_sitting_is_a_new_episode_of_the_same_session_and_the_first_ended_vanished(
+        worlds: dict[str, object]) -> None:
+    """`cline --id` is a new process (TaskResume, then TaskComplete), so, as for every client, the sitting after
+    the client vanished is a new episode; the first was recorded `interrupted`, reason `vanished`, when read."""
+    run = resumed_run(worlds)
+    records = run.first.world.records()
+    assert [(r["outcome"], r["end_reason"], r["last_turn"]) for r in records] == [
+        ("interrupted", "vanished", "completed")] * 2, records
+    assert len({r["session_id"] for r in records}) == 2
+    assert run.first.world.places_holding(run.first.world.credential) == []
 
 
 def mcp_run(worlds: dict[str, object]) -> Mcp:
