@@ -288,6 +288,52 @@ def test_a_prompt_typed_in_the_terminal_ui_is_not_archived_because_cline_fires_n
 
 
 @dataclass(frozen=True)
+class Cleared:
+    world: World
+    open_in_the_sitting: list[dict[str, object]]  # the open files once the second conversation was answered
+    records: list[dict[str, object]]  # after /quit and a majordomus command
+
+
+def cleared_run(worlds: dict[str, object]) -> Cleared:
+    """A prompt answered, `/clear`, a second prompt answered, `/quit`, then `majordomus episodes` reads."""
+    if "cleared" not in worlds:
+        world = World(Path(str(worlds["base"])) / "cleared", CLINE, worlds["installed"])  # type: ignore[arg-type]
+        world.api.script = Text()
+        terminal = Terminal(world, ["cline"], "cline")
+        try:
+            terminal.wait_for_screen(f"{TUI.ready_screen}|{OFFER}", 90)
+            def completed() -> int:
+                return sum(o.get("last_turn") == "completed" for o in world.open_files())
+
+            type_prompt(terminal, "Read README.md and sum it up.")
+            wait_until(lambda: completed() == 1, 60, "the first answer's TaskComplete")
+            terminal.submit("/clear")
+            terminal.wait_for_screen(r"What can I do for you\?", 30)  # the empty start screen again
+            type_prompt(terminal, "A new conversation: what is in this folder?")
+            wait_until(lambda: completed() == 2, 60, "the second answer's TaskComplete")
+            opened = world.open_files()
+            end(terminal, TUI, "exit")
+        finally:
+            terminal.cleanup()
+        world.check_majordomus("--json", "episodes")
+        worlds["cleared"] = Cleared(world, opened, world.records())
+    found = worlds["cleared"]
+    assert isinstance(found, Cleared)
+    return found
+
+
+def test_clear_starts_a_second_episode_and_leaves_the_first_open_until_cline_is_gone(
+        worlds: dict[str, object]) -> None:
+    """`/clear` is a new Cline session (a new rootSessionId) and runs no end hook for the first: both episodes are
+    open in the one cline process, and both end `vanished` once it has exited."""
+    run = cleared_run(worlds)
+    assert len({o["provider_session"] for o in run.open_in_the_sitting}) == 2, run.open_in_the_sitting
+    assert len({o["client"] for o in run.open_in_the_sitting}) == 1, run.open_in_the_sitting
+    assert [(r["outcome"], r["end_reason"], r["last_turn"]) for r in run.records] == [
+        ("interrupted", "vanished", "completed")] * 2, run.records
+
+
+@dataclass(frozen=True)
 class Resumed:
     first: TuiSitting
     second: TuiSitting
