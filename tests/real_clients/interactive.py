@@ -12,7 +12,9 @@ The endings, by name (endings_observed.yaml holds what each client really did on
 - `ctrl-d`: Ctrl-D at an empty prompt (twice where the client asks to confirm);
 - `ctrl-c-twice`: Ctrl-C, Ctrl-C at an empty prompt;
 - `window-closed`: after a finished answer, the tmux session killed (SIGHUP, a closed terminal);
-- `window-closed-mid-answer`: the same while the fake API holds the answer.
+- `window-closed-mid-answer`: the same while the fake API holds the answer;
+- `compact`: after the answer, the client's `/compact`, once counted (the episode still open) its own leave command;
+- `clear`: after the answer, the client's `/clear` (a new conversation), then its own leave command.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from real_clients.world import ClientFailed, World, wait_until
 
 OBSERVED = Path(__file__).with_name("endings_observed.yaml")
 AGAIN = r"(?i)again to (exit|quit)"
-ENDINGS = ("exit", "ctrl-d", "ctrl-c-twice", "window-closed", "window-closed-mid-answer")
+ENDINGS = ("exit", "ctrl-d", "ctrl-c-twice", "window-closed", "window-closed-mid-answer", "compact", "clear")
+LEDGER = ".ai/local/state/ledger.jsonl"
 
 
 def observed() -> dict[str, dict[str, dict[str, str]]]:
@@ -82,6 +85,8 @@ class Ended:
     open_before_reading: bool  # an episode was still open when the client and its children were gone
     doctor: list[dict[str, Any]]
     seconds: float
+    compacted: list[dict[str, Any]] = field(default_factory=list)  # the sitting's `session.compacted` ledger lines
+    open_when_compacted: bool = False  # the episode was still open once its compaction was counted
 
 
 def start(world: World, profile: Profile) -> Terminal:
@@ -123,7 +128,7 @@ def end(terminal: Terminal, profile: Profile, ending: str) -> None:
     if ending in ("window-closed", "window-closed-mid-answer"):
         terminal.close_window()
         return
-    if ending == "exit":
+    if ending in ("exit", "compact", "clear"):
         terminal.submit(profile.quit)
     elif ending in ("ctrl-d", "ctrl-c-twice"):
         key = "C-d" if ending == "ctrl-d" else "C-c"
@@ -141,6 +146,28 @@ def end(terminal: Terminal, profile: Profile, ending: str) -> None:
     terminal.wait_exited(60)
 
 
+def compact(world: World, terminal: Terminal) -> bool:
+    """`/compact`: wait until its hook counted it and the client says it is done; whether the episode stayed open."""
+    terminal.submit("/compact")
+    wait_until(lambda: any(o.get("compactions", 0) >= 1 for o in world.open_files()), 60, "the compaction's count")
+    terminal.wait_for_screen(r"Compacted", 60)
+    return len(world.open_files()) == 1
+
+
+def clear(world: World, terminal: Terminal) -> None:
+    """`/clear`: wait until the client's own events ended the conversation's episode and opened the next."""
+    before = {o["session_id"] for o in world.open_files()}
+    terminal.submit("/clear")
+    wait_until(lambda: bool(world.records()) and any(o["session_id"] not in before for o in world.open_files()),
+               60, "the cleared conversation's end and the next one's start")
+
+
+def compacted(world: World, ids: set[str]) -> list[dict[str, Any]]:
+    path = world.repo / LEDGER
+    lines = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [line for line in lines if line.get("event") == "session.compacted" and line.get("session") in ids]
+
+
 def sit_and_end(world: World, ending: str) -> Ended:
     import time
 
@@ -155,6 +182,9 @@ def sit_and_end(world: World, ending: str) -> Ended:
         world.api.script = Stall()
     try:
         ask(world, terminal, prompt, mid_answer)
+        open_when_compacted = compact(world, terminal) if ending == "compact" else False
+        if ending == "clear":
+            clear(world, terminal)
         end(terminal, profile, ending)
     finally:
         terminal.cleanup()
@@ -176,7 +206,7 @@ def sit_and_end(world: World, ending: str) -> Ended:
     records = [r for r in world.records() if r["session_id"] in ids]
     doctor = world.doctor()
     return Ended(world, ending, prompt, rows, records, world.prompts(), still_open, doctor,
-                 time.monotonic() - started)
+                 time.monotonic() - started, compacted(world, ids), open_when_compacted)
 
 
 def processes_under(root: Path) -> list[int]:
@@ -193,11 +223,31 @@ def processes_under(root: Path) -> list[int]:
     return found
 
 
-def recorded(ended: Ended) -> dict[str, str]:
-    """The one episode's outcome, end reason and last turn, as the docs table states them."""
-    if len(ended.records) != 1:
+def sitting_episode(ended: Ended) -> dict[str, Any]:
+    """The record of the episode the sitting's prompt (its one prompt, stored redacted) was linked to."""
+    linked = {p.get("episode") for p in ended.prompts}
+    found = [r for r in ended.records if r["session_id"] in linked]
+    if len(found) != 1:
+        raise ClientFailed(f"{ended.world.driver.provider} {ended.ending}: the prompt's episode is not one record "
+                           f"({ended.episodes})")
+    return found[0]
+
+
+def as_table(record: dict[str, Any]) -> dict[str, str]:
+    return {"outcome": str(record["outcome"]), "end_reason": str(record.get("end_reason")),
+            "last_turn": str(record.get("last_turn") or "none")}
+
+
+def recorded(ended: Ended, expected: int = 1) -> dict[str, str]:
+    """The prompt's episode's outcome, end reason and last turn, as the docs table states them; `expected`: how
+    many episodes the sitting made (two after `/clear`)."""
+    if len(ended.records) != expected:
         raise ClientFailed(f"{ended.world.driver.provider} {ended.ending}: {len(ended.records)} records "
                            f"({ended.episodes})")
-    record = ended.records[0]
-    return {"outcome": str(record["outcome"]), "end_reason": str(record.get("end_reason")),
-            "last_turn": str(record.get("last_turn"))}
+    return as_table(sitting_episode(ended))
+
+
+def recorded_after(ended: Ended) -> list[dict[str, str]]:
+    """The episodes the sitting made besides its prompt's (the one `/clear` opened)."""
+    first = sitting_episode(ended)["session_id"]
+    return [as_table(r) for r in ended.records if r["session_id"] != first]

@@ -1,7 +1,8 @@
 """Each real client in a terminal (tmux), a prompt typed and answered, then the sitting ended as a person ends
 it: the client's own leave command, Ctrl-D, Ctrl-C twice, the window closed after the answer or in the middle
-of it. What the client sent and what majordomus recorded must be what endings_observed.yaml (and the table in
-docs/clients.md, which tests/clients/test_endings_table.py holds to it) says; where a client sends no end at
+of it; or the conversation compacted (`/compact`) or cleared (`/clear`) before leaving. What the client sent
+and what majordomus recorded must be what endings_observed.yaml (and the table in docs/clients.md, which
+tests/clients/test_endings_table.py holds to it) says; where a client sends no end at
 all, the next majordomus command finds its process gone and records it `interrupted`, never `closed`.
 
 The sittings run four at a time, each in its own world (HOME, repository, fake API port, tmux server).
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from real_clients.drivers import DRIVERS
-from real_clients.interactive import Ended, observed, recorded, sit_and_end
+from real_clients.interactive import Ended, observed, recorded, recorded_after, sit_and_end, sitting_episode
 from real_clients.pinned import Installed
 from real_clients.world import World
 
@@ -62,7 +63,11 @@ def test_an_ending_is_recorded_as_the_client_really_ends(sittings: dict[tuple[st
                                                          client: str, ending: str) -> None:
     ended = sittings[client, ending].result()
     seen = OBSERVED[client][ending]
-    assert recorded(ended) == {k: seen[k] for k in ("outcome", "end_reason", "last_turn")}, ended.records
+    after = [seen["after"]] if "after" in seen else []
+    assert recorded(ended, 1 + len(after)) == {k: seen[k] for k in ("outcome", "end_reason", "last_turn")}, \
+        ended.records
+    # what came after in the same sitting (`/clear` opens the next conversation's episode, the leave closes it)
+    assert recorded_after(ended) == [{k: a[k] for k in ("outcome", "end_reason", "last_turn")} for a in after]
 
 
 @pytest.mark.parametrize(("client", "ending"), ids(CELLS))
@@ -79,15 +84,24 @@ def test_an_ending_without_an_end_event_is_never_closed(sittings: dict[tuple[str
 def test_an_ended_sitting_keeps_its_prompt_linked_open(sittings: dict[tuple[str, str], Future[Ended]],
                                                        client: str, ending: str) -> None:
     ended = sittings[client, ending].result()
-    episode = ended.records[0]["session_id"]
+    episode = sitting_episode(ended)["session_id"]
     assert [(p["episode"], p["episode_link"]) for p in ended.prompts] == [(episode, "open")]
 
 
 @pytest.mark.parametrize(("client", "ending"), ids(CELLS))
-def test_an_ended_sitting_counts_no_compaction(sittings: dict[tuple[str, str], Future[Ended]],
-                                               client: str, ending: str) -> None:
+def test_a_sitting_counts_the_compactions_it_had(sittings: dict[tuple[str, str], Future[Ended]],
+                                                 client: str, ending: str) -> None:
+    """None but after `/compact`: then one, with its time in the ledger, and the episode stayed open."""
     ended = sittings[client, ending].result()
-    assert [r.get("compactions", 0) for r in ended.records] == [0]
+    seen = OBSERVED[client][ending]
+    wanted = int(seen.get("compactions", 0))
+    first = sitting_episode(ended)
+    assert first.get("compactions", 0) == wanted
+    assert [r.get("compactions", 0) for r in ended.records if r is not first] == [0] * (len(ended.records) - 1)
+    assert [line["session"] for line in ended.compacted] == [first["session_id"]] * wanted
+    if wanted:
+        assert ended.open_when_compacted
+        assert all(first["started_at"] <= line["ts"] <= first["closed_at"] for line in ended.compacted)
 
 
 @pytest.mark.parametrize(("client", "ending"), ids(CELLS))
