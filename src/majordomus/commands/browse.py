@@ -228,6 +228,32 @@ def _chosen_by_ids(episodes: list[Episode], wanted: list[str]) -> list[Episode]:
     return [e for e in episodes if e.id in chosen]  # newest first, as everywhere
 
 
+def _otlp(ctx: Context, args: Any, filters: Filters) -> int:
+    import os
+
+    from majordomus.telemetry import otlp
+
+    if args.episode or filters != Filters() or args.output or "--format" in sys.argv[1:]:
+        raise UsageError("export --otlp sends every ended episode not yet accepted; it takes no ids, filters, "
+                         "--format or -o", "leave those out (the cursor decides what is new)")
+    endpoint = args.otlp or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+    if not endpoint:
+        raise UsageError("export --otlp needs an endpoint", "give one (--otlp http://localhost:4318) or set "
+                                                           "OTEL_EXPORTER_OTLP_ENDPOINT")
+    layout = Layout(ctx.root).require()
+    report = otlp.export(layout, endpoint, with_prompts=args.with_prompts, dry_run=args.dry_run)
+    what = "would send" if args.dry_run else "sent"
+    line = (f"majordomus: {what} {report.spans} episode span(s) and {report.logs} prompt log record(s) to "
+            f"{otlp.check_endpoint(endpoint)} ({report.skipped_spans} episode(s) and {report.skipped_logs} "
+            f"prompt(s) it had accepted before{'; prompt texts included' if args.with_prompts else ''})")
+    print(line, file=sys.stderr)
+    if report.failed:
+        print(f"majordomus: {report.failed} refused the export or could not be reached in time; what it accepted "
+              "is kept in the cursor, the rest is sent by the next run", file=sys.stderr)
+        return 14
+    return 0
+
+
 def export_command(ctx: Context, argv: list[str]) -> int:
     from majordomus.history import export
 
@@ -236,9 +262,17 @@ def export_command(ctx: Context, argv: list[str]) -> int:
     p.add_argument("--format", choices=export.FORMATS, default="md", help="md (default), json or html")
     p.add_argument("-o", "--output", metavar="FILE", help="write here (0600, replaced whole) instead of stdout")
     p.add_argument("--with-prompts", action="store_true", help="include the prompt texts (private by default)")
+    p.add_argument("--otlp", nargs="?", const="", metavar="ENDPOINT",
+                   help="send the ended episodes and the prompts' metadata over OTLP/HTTP to ENDPOINT (default "
+                        "$OTEL_EXPORTER_OTLP_ENDPOINT); only what it has not accepted yet (docs/otlp.md)")
+    p.add_argument("--dry-run", action="store_true", help="with --otlp: print what would be sent, send nothing")
     p.add_argument("episode", nargs="*", help="episode ids or prefixes (default: every episode the filters admit)")
     args = p.parse_args(argv)
     filters = _filters(args)
+    if args.otlp is not None:
+        return _otlp(ctx, args, filters)
+    if args.dry_run:
+        raise UsageError("--dry-run goes with --otlp", "add --otlp ENDPOINT, or leave --dry-run out")
     fmt = "json" if (ctx.json or args.json) and args.format == "md" and "--format" not in argv else args.format
     layout = Layout(ctx.root).require()
     episodes = all_episodes(layout)
