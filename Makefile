@@ -63,7 +63,7 @@ test-clients: $(VENV)/.dev
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests bench scripts/majordomus-hook
-	$(BIN)/python -m mypy --strict src/majordomus scripts/majordomus-hook
+	$(BIN)/python -m mypy --strict src/majordomus src/majordomus_hook.py scripts/majordomus-hook
 
 test-all-pythons:
 	@for v in $(OTHER_PYTHONS); do $(MAKE) --no-print-directory test-python-$$v || exit 1; done

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ BIN_DIR = Path(sys.executable).parent
 MAJORDOMUS = BIN_DIR / "majordomus"
 MAJORDOMUS_MCP = BIN_DIR / "majordomus-mcp"
 MAJORDOMUS_HOOK = BIN_DIR / "majordomus-hook"  # the lean, fail-open launcher the wired hooks run
+SRC_DIR = Path(__file__).resolve().parents[1] / "src"
 
 
 def session_payload(ps: str, **extra: Any) -> bytes:
@@ -121,6 +123,7 @@ def broken_install(tmp: Path, files: dict[str, str]) -> Path:
     venv = tmp / "broken-venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     [site] = (venv / "lib").glob("python3.*/site-packages")
+    shutil.copy(SRC_DIR / "majordomus_hook.py", site)  # the launcher's work, beside the broken package as installed
     for rel, text in files.items():
         (site / rel).parent.mkdir(parents=True, exist_ok=True)
         (site / rel).write_text(text)

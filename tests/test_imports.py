@@ -20,13 +20,14 @@ from support import MAJORDOMUS_HOOK
 # The builtin SHA-256 (hashlib would load OpenSSL): 3.11 calls it _sha256, 3.12 moved it into _sha2.
 SHA = "_sha256" if sys.version_info < (3, 12) else "_sha2"
 
-# Every command: the entry, its context and errors, JSON through the C accelerator, the typed values, the
-# light paths, the providers declaration, the payload reader, and the layout (fcntl for its locks).
-COMMON = {"__future__", "majordomus", "majordomus.cli", "majordomus.commands", "majordomus.commands.context",
+# Every command: the launcher's module, the entry, its context and errors, JSON through the C accelerator, the typed
+# values, the light paths, the providers declaration, the payload reader, and the layout (fcntl for its locks).
+COMMON = {"majordomus_hook", "__future__", "majordomus", "majordomus.cli", "majordomus.commands",
+          "majordomus.commands.context",
           "majordomus.errors", "majordomus.jsonlite", "_json", "majordomus.values", "majordomus.paths",
           "majordomus.clients", "majordomus.clients.payload", "majordomus.clients.providers", "majordomus.layout",
           "fcntl", "majordomus.episodes", "majordomus.episodes.store", "majordomus.identity", SHA,
-          "majordomus.simple_yaml", "majordomus.redact", "bisect", "_bisect",
+          "majordomus.simple_yaml", "majordomus.redact",
           "majordomus.episodes.vanished"}  # every hook ends the episodes of vanished clients first
 SESSION = COMMON | {"majordomus.commands.session", "majordomus.episodes.hook", "majordomus.episodes.boundary",
                     "majordomus.ledger"}

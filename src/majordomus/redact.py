@@ -21,8 +21,6 @@ How a rule runs (its `anchor`), cheapest first:
 
 from __future__ import annotations
 
-import bisect
-
 from majordomus import jsonlite
 from majordomus.paths import LitePath
 from majordomus.values import value
@@ -348,7 +346,9 @@ def _find_spans(text: str, rules: list[Rule], use_hints: bool = True) -> list[tu
             continue
         for start, end in rule_spans(rule, text, aligned, located):
             # Accepted spans never overlap, so their ends are sorted like their starts.
-            index = bisect.bisect_right(starts, start)
+            from bisect import bisect_right  # only where two rules fire: a C extension a plain prompt never loads
+
+            index = bisect_right(starts, start)
             if index and ends[index - 1] > start:
                 continue
             if index < len(starts) and starts[index] < end:

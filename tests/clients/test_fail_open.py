@@ -121,6 +121,19 @@ def test_a_hook_whose_package_does_not_import_fails_open_and_is_logged(initialis
     assert "hook-failures.log — 1 hook run(s) failed open" in fail and "cannot be imported" in fail
 
 
+def test_a_launcher_with_nothing_of_majordomus_beside_it_fails_open_silently(initialised_repo: Path,
+                                                                            tmp_path: Path) -> None:
+    """Neither the launcher's module nor the package where the launcher looks: exit 0, nothing said, no record."""
+    broken = broken_install(tmp_path, {})
+    [module] = (broken.parent / "lib").glob("python3.*/site-packages/majordomus_hook.py")
+    module.unlink()
+    install(initialised_repo, "claude-code")
+    done = run_from(initialised_repo, start_command(initialised_repo, "claude-code"),
+                    session_bytes("claude-code", "start", "cc-1"), broken)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert open_files(initialised_repo) == {} and failures(initialised_repo) == []
+
+
 def test_a_hook_that_crashes_inside_fails_open_and_names_where(initialised_repo: Path, tmp_path: Path) -> None:
     """A bug of ours in the middle of a hook: the traceback never reaches the person, the line names the frame."""
     broken = broken_install(tmp_path, {  # majordomus itself, and a .pth that plants a bug in it

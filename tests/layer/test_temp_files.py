@@ -76,3 +76,20 @@ def test_ends_killed_while_writing_leave_no_temp_after_the_next_close(initialise
         assert hook(initialised_repo, "end", {"session_id": ps, "reason": "other"}).returncode == 0
         left = [p.name for d in (initialised_repo / ".ai/repo", initialised_repo / SESSIONS) for p in d.glob(".*.tmp")]
         assert left == [], (trial, left)
+
+
+def test_a_close_killed_between_its_records_link_and_its_temps_unlink_leaves_no_temp(initialised_repo: Path) -> None:
+    """1. start and end an episode, putting its open file back afterwards and the record's temp beside the
+    record under a dead writer's pid: the state a close SIGKILLed after `link()`, before the temp's unlink,
+    leaves; 2. end again. Result: that end finds the record ("adds none"), and the temp is gone."""
+    open_file = initialised_repo / ".ai/local/state/sessions-open/linked.yaml"
+    assert hook(initialised_repo, "start", {"session_id": "linked", "source": "startup"}).returncode == 0
+    kept = open_file.read_bytes()
+    assert hook(initialised_repo, "end", {"session_id": "linked", "reason": "other"}).returncode == 0
+    (record,) = (p for p in (initialised_repo / SESSIONS).glob("*.md") if "--s-" in p.name)
+    temp = record.with_name(f".{record.name}.{dead_pid()}-{dead_pid()}-0123abcd.tmp")
+    temp.write_bytes(record.read_bytes())
+    open_file.write_bytes(kept)
+    again = hook(initialised_repo, "end", {"session_id": "linked", "reason": "other"})
+    assert again.returncode == 0 and b"adds none" in again.stderr, again.stderr
+    assert not temp.exists() and record.exists() and not open_file.exists()

@@ -259,6 +259,7 @@ def close_episode(layout: Layout, provider_session: str, reason: str | None, out
             _finish_close(layout, opened, written)
             path.unlink(missing_ok=True)
             _release_pointer(layout, sid)
+            sweep_stale_temps(layout.sessions_dir)  # killed between the record's link and its temp's unlink
             return f"episode {sid} already has a record at {_rel(layout, written)}; this close adds none"
         last_turn = opened.last_turn or "none"
         if turn_rule and outcome == "interrupted" and last_turn == "completed":
