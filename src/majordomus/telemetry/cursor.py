@@ -1,22 +1,26 @@
 """What each endpoint accepted: `.ai/local/state/otlp-cursor.json` (0600, replaced atomically).
 
-Per endpoint, the ids of the episodes and the keys of the prompt records whose batch the endpoint answered with
-success. Written only after such an answer, so a refused or interrupted batch is sent again next time and
-nothing accepted is sent twice by this checkout. A set rather than a time: records pulled from another clone
-carry older times than what was already sent. The lock is held for a whole export, so a CLI run and the
-shared server's background export never send the same record at once.
+Per signal URL (its traces URL for the episodes, its logs URL for the prompts), the keys of what that URL
+answered with success: episode ids, prompt keys. Written only after such an answer, so a refused or
+interrupted batch is sent again next time and nothing accepted is sent twice by this checkout. A set rather
+than a time: records pulled from another clone carry older times than what was already sent. The lock is held
+for a whole export, so two exports of one checkout never send the same record at once.
+
+A URL is kept without its user information, query or fragment (`shown`): no credential is ever written here.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from majordomus.layout import Layout, file_lock, refuse_symlink, write_atomic
 
 SCHEMA = "majordomus.otlp-cursor/v1"
 
 
-def path_of(layout: Layout):  # type: ignore[no-untyped-def]
+def path_of(layout: Layout) -> Path:
     return layout.state / "otlp-cursor.json"
 
 
@@ -24,11 +28,25 @@ def lock(layout: Layout) -> file_lock:
     return file_lock(layout.locks / "otlp-export.lock")
 
 
+def shown(url: str) -> str:
+    """`https://user:secret@host:4318/v1/traces?k=v` → `https://host:4318/v1/traces`: what a message or the
+    cursor may say of a URL."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host if port is None else f"{host}:{port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
 class Cursor:
-    def __init__(self, layout: Layout, endpoint: str) -> None:
+    def __init__(self, layout: Layout) -> None:
         self.layout = layout
-        self.endpoint = endpoint
-        self.all: dict[str, dict[str, list[str]]] = {}
+        self.sent: dict[str, set[str]] = {}
         path = path_of(layout)
         refuse_symlink(path)
         try:
@@ -36,15 +54,17 @@ class Cursor:
         except FileNotFoundError:
             data = {}
         except ValueError:
-            data = {}  # a torn or edited cursor: everything is sent again (ids are deterministic)
-        found = data.get("endpoints") if isinstance(data, dict) else None
+            data = {}  # a torn or edited cursor: everything is sent again (the ids are deterministic)
+        found = data.get("accepted") if isinstance(data, dict) else None
         if isinstance(found, dict):
-            self.all = {k: v for k, v in found.items() if isinstance(v, dict)}
-        mine = self.all.get(endpoint, {})
-        self.episodes: set[str] = {x for x in mine.get("episodes", []) if isinstance(x, str)}
-        self.prompts: set[str] = {x for x in mine.get("prompts", []) if isinstance(x, str)}
+            for url, keys in found.items():
+                if isinstance(url, str) and isinstance(keys, list):
+                    self.sent[url] = {k for k in keys if isinstance(k, str)}
+
+    def accepted(self, url: str) -> set[str]:
+        """The keys `url` accepted (a live set: `add` to it, then `save`)."""
+        return self.sent.setdefault(shown(url), set())
 
     def save(self) -> None:
-        self.all[self.endpoint] = {"episodes": sorted(self.episodes), "prompts": sorted(self.prompts)}
-        data = json.dumps({"schema": SCHEMA, "endpoints": self.all}, separators=(",", ":"))
-        write_atomic(path_of(self.layout), data.encode("utf-8"))
+        data = {"schema": SCHEMA, "accepted": {url: sorted(keys) for url, keys in sorted(self.sent.items())}}
+        write_atomic(path_of(self.layout), json.dumps(data, separators=(",", ":")).encode("utf-8"))

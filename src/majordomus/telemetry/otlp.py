@@ -1,20 +1,22 @@
 """The export itself: the records' spans and log records through the official OTLP/HTTP exporters.
 
-The only module that imports opentelemetry, and only inside `export`: without the `otlp` extra, the command
+The only module that imports opentelemetry, and only inside `Encoder`: without the `otlp` extra, the command
 says how to install it. The SDK's exporters are called directly (no global provider, no background batching),
-so each batch's answer is seen and the cursor moves only on SUCCESS. The exporter retries a 5xx or a refused
-connection with backoff, but never past its timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`, seconds, default 10).
+so each batch's answer is seen and the cursor moves only on SUCCESS. The exporter retries a 429/502/503/504 or
+a refused connection with backoff, but never past its timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`, seconds, default
+10): a dead endpoint fails within it. Its headers, timeout, compression and certificates come from the
+standard `OTEL_EXPORTER_OTLP_*` variables, read by the SDK itself.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
-from collections.abc import Iterable, Iterator
-from typing import IO, TypeVar
+import os
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
+from typing import TypeVar
 
-from majordomus.errors import MissingError, RefusedError
+from majordomus.errors import InternalError, MissingError, UsageError
 from majordomus.history.timeline import all_episodes
 from majordomus.identity import repository_id
 from majordomus.layout import Layout
@@ -26,18 +28,58 @@ if TYPE_CHECKING:
     from typing import Any
 
 SPAN_BATCH = 512
-LOG_BATCH = 1024
+LOG_BATCH = 2048
 INSTALL = "pip install 'majordomus[otlp]'"
 T = TypeVar("T")
 
 
 @value
+class Endpoints:
+    traces: str  # the full URL spans are POSTed to
+    logs: str
+
+    @property
+    def shown(self) -> str:
+        t, lg = cursor.shown(self.traces), cursor.shown(self.logs)
+        base = t.removesuffix("/v1/traces")
+        return base if lg == base + "/v1/logs" else f"{t} and {lg}"
+
+
+@value
 class Report:
-    spans: int
+    spans: int  # sent (or, dry, would be sent) by this run
     logs: int
-    skipped_spans: int
-    skipped_logs: int
-    failed: str | None = None
+    accepted_spans: int  # what the endpoint had accepted before this run
+    accepted_logs: int
+
+
+def _checked(url: str, where: str) -> str:
+    if not url.startswith(("http://", "https://")) or not cursor.shown(url).split("://", 1)[1]:
+        raise UsageError(f"{where} {cursor.shown(url) or url!r} is not an OTLP/HTTP URL",
+                         "give its base URL, e.g. --otlp http://localhost:4318")
+    return url
+
+
+def endpoints(given: str | None, env: dict[str, str] | None = None) -> Endpoints:
+    """`--otlp URL` (a base: `/v1/traces` and `/v1/logs` are added), else the standard variables: the
+    per-signal `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`/`_LOGS_ENDPOINT` (used as they are), else
+    `OTEL_EXPORTER_OTLP_ENDPOINT` (a base)."""
+    environ = os.environ if env is None else env
+    if given:
+        base = _checked(given, "--otlp").rstrip("/")
+        return Endpoints(f"{base}/v1/traces", f"{base}/v1/logs")
+    base = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip().rstrip("/")
+    found = {}
+    for signal in ("traces", "logs"):
+        own = environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT", "").strip()
+        if own:
+            found[signal] = _checked(own, f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
+        elif base:
+            found[signal] = _checked(base, "OTEL_EXPORTER_OTLP_ENDPOINT") + f"/v1/{signal}"
+        else:
+            raise UsageError("export --otlp needs an endpoint", "give one (--otlp http://localhost:4318) or set "
+                                                               "OTEL_EXPORTER_OTLP_ENDPOINT")
+    return Endpoints(found["traces"], found["logs"])
 
 
 def _batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -51,16 +93,39 @@ def _batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield batch
 
 
-def signal_url(endpoint: str, signal: str) -> str:
-    """`http://host:4318` → `http://host:4318/v1/traces`, as OTEL_EXPORTER_OTLP_ENDPOINT is read."""
-    return endpoint.rstrip("/") + f"/v1/{signal}"
+class _LastError(logging.Handler):
+    """The SDK's own account of a failed batch (`... code: 503, reason: ...`), for our one sentence; the SDK's
+    lines themselves are not printed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.error: str | None = None
+        self.transient: str | None = None  # the retried error before a give-up, e.g. the refused connection
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+        except (TypeError, ValueError):
+            text = str(record.msg)
+        if record.levelno >= logging.ERROR:
+            self.error = text
+        elif text.startswith("Transient error"):
+            self.transient = text
+
+    @property
+    def last(self) -> str | None:
+        if self.error and self.transient and "timeout, max retries" in self.error:
+            return f"{self.error} {self.transient}"[:400]
+        return None if self.error is None else self.error[:400]
 
 
 class Encoder:
-    """The SDK's objects for the records' values, and its two exporters."""
+    """The SDK's objects for the records' values, and its two exporters (`session`: a requests.Session of the
+    caller's, e.g. the bench's)."""
 
-    def __init__(self, endpoint: str, repository: str, timeout: float | None) -> None:
+    def __init__(self, where: Endpoints, repository: str, session: Any = None) -> None:
         try:
+            from opentelemetry._logs import SeverityNumber
             from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             from opentelemetry.sdk.resources import Resource
@@ -68,16 +133,18 @@ class Encoder:
         except ImportError:
             raise MissingError("export --otlp needs the OpenTelemetry packages, which are not installed",
                                f"run {INSTALL}") from None
-        for name in ("opentelemetry",):  # our one sentence says what failed; the SDK's own lines are noise here
-            log = logging.getLogger(name)
-            log.addHandler(logging.NullHandler())
-            log.propagate = False
         from majordomus import __version__
 
-        self.resource = Resource.create(records.resource_attributes(repository))
+        self.errors = _LastError()
+        log = logging.getLogger("opentelemetry")
+        log.addHandler(self.errors)
+        log.propagate = False
+        self.where = where
+        self.severity = SeverityNumber.INFO
+        self.resource = Resource(records.resource_attributes(repository))  # ours only: no host or process detected
         self.scope = InstrumentationScope(records.SCOPE, __version__)
-        self.spans = OTLPSpanExporter(endpoint=signal_url(endpoint, "traces"), timeout=timeout)
-        self.logs = OTLPLogExporter(endpoint=signal_url(endpoint, "logs"), timeout=timeout)
+        self.spans = OTLPSpanExporter(endpoint=where.traces, session=session)
+        self.logs = OTLPLogExporter(endpoint=where.logs, session=session)
 
     def span(self, s: records.Span) -> Any:
         from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -91,80 +158,84 @@ class Encoder:
                             instrumentation_scope=self.scope)
 
     def log(self, entry: records.Log) -> Any:
-        from opentelemetry._logs import LogRecord, SeverityNumber
+        from opentelemetry._logs import LogRecord
         from opentelemetry.sdk._logs import ReadableLogRecord
         from opentelemetry.trace import TraceFlags
 
         linked = entry.trace_id is not None
         record = LogRecord(timestamp=entry.time, observed_timestamp=entry.time, trace_id=entry.trace_id or 0,
                            span_id=entry.span_id or 0, trace_flags=TraceFlags(TraceFlags.SAMPLED if linked else 0),
-                           severity_text="INFO", severity_number=SeverityNumber.INFO, body=entry.body,
+                           severity_text="INFO", severity_number=self.severity, body=entry.body,
                            attributes=entry.attributes, event_name=entry.event_name)
         return ReadableLogRecord(record, self.resource, self.scope)
 
-    def send_spans(self, batch: list[records.Span]) -> bool:
+    def _failed(self, url: str) -> InternalError:
+        why = self.errors.last or "no answer"
+        return InternalError(f"{cursor.shown(url)} did not accept the export ({why}); what it accepted before is "
+                             "kept in the cursor and the rest is sent by the next run",
+                             "check the endpoint (is the Collector up? OTEL_EXPORTER_OTLP_HEADERS, "
+                             "OTEL_EXPORTER_OTLP_TIMEOUT) and run the export again")
+
+    def send_spans(self, batch: list[records.Span]) -> None:
         from opentelemetry.sdk.trace.export import SpanExportResult
 
-        return bool(self.spans.export([self.span(s) for s in batch]) == SpanExportResult.SUCCESS)
+        if self.spans.export([self.span(s) for s in batch]) != SpanExportResult.SUCCESS:
+            raise self._failed(self.where.traces)
 
-    def send_logs(self, batch: list[records.Log]) -> bool:
+    def send_logs(self, batch: list[records.Log]) -> None:
         from opentelemetry.sdk._logs.export import LogRecordExportResult
 
-        return bool(self.logs.export([self.log(x) for x in batch]) == LogRecordExportResult.SUCCESS)
+        if self.logs.export([self.log(x) for x in batch]) != LogRecordExportResult.SUCCESS:
+            raise self._failed(self.where.logs)
 
     def close(self) -> None:
         self.spans.shutdown()
         self.logs.shutdown()
+        logging.getLogger("opentelemetry").removeHandler(self.errors)
 
 
-def check_endpoint(endpoint: str) -> str:
-    if not endpoint.startswith(("http://", "https://")):
-        raise RefusedError(f"--otlp {endpoint!r} is not an OTLP/HTTP endpoint",
-                           "give its base URL, e.g. --otlp http://localhost:4318 (or set OTEL_EXPORTER_OTLP_ENDPOINT)")
-    return endpoint.rstrip("/")
-
-
-def export(layout: Layout, endpoint: str, *, with_prompts: bool = False, dry_run: bool = False,
-           timeout: float | None = None, out: IO[str] | None = None) -> Report:
-    """Send what this endpoint has not accepted yet; `dry_run` prints it (one JSON object a line) instead."""
-    endpoint = check_endpoint(endpoint)
+def export(layout: Layout, where: Endpoints, *, with_prompts: bool = False,
+           dry: Callable[[records.Span | records.Log], None] | None = None,
+           progress: Callable[[Report], None] | None = None) -> Report:
+    """Send what these endpoints have not accepted yet, spans first, the cursor saved after every accepted batch.
+    `dry` is handed each pending value instead, and nothing is sent or saved. An endpoint that refuses a batch
+    raises InternalError after `progress` was told what was sent before it."""
     repository = repository_id(layout.root)
     with cursor.lock(layout):
-        cur = cursor.Cursor(layout, endpoint)
+        cur = cursor.Cursor(layout)
+        done_spans, done_logs = cur.accepted(where.traces), cur.accepted(where.logs)
+        before = (len(done_spans), len(done_logs))
         sources = records.Sources(layout)
-        for _ in records.prompts(layout, repository, False, sources):  # the turns of each episode
-            pass
-        pending_spans = [s for s in records.spans(repository, all_episodes(layout), sources)
-                         if s.episode not in cur.episodes]
-        pending_logs = (x for x in records.prompts(layout, repository, with_prompts, None) if x.key not in cur.prompts)
-        if dry_run:
-            stream = out or sys.stdout
-            stream.write(json.dumps({"signal": "resource", "attributes": records.resource_attributes(repository),
-                                     "endpoint": endpoint}) + "\n")
-            n_logs = 0
-            for s in pending_spans:
-                stream.write(json.dumps(s.to_json(), ensure_ascii=False) + "\n")
-            for x in pending_logs:
-                stream.write(json.dumps(x.to_json(), ensure_ascii=False) + "\n")
-                n_logs += 1
-            return Report(len(pending_spans), n_logs, len(cur.episodes), len(cur.prompts))
-        enc = Encoder(endpoint, repository, timeout)
-        sent_spans = sent_logs = 0
+        records.note_turns(layout, sources)
+        pending_spans = (s for s in records.spans(repository, all_episodes(layout), sources)
+                         if s.episode not in done_spans)
+        pending_logs = (x for x in records.prompts(layout, repository, with_prompts) if x.key not in done_logs)
+        sent = [0, 0]
+
+        def report() -> Report:
+            return Report(sent[0], sent[1], *before)
+
+        if dry is not None:
+            for item in chain(pending_spans, pending_logs):
+                dry(item)
+                sent[isinstance(item, records.Log)] += 1
+            return report()
+        enc = Encoder(where, repository)
         try:
-            for batch in _batches(pending_spans, SPAN_BATCH):
-                if not enc.send_spans(batch):
-                    return Report(sent_spans, sent_logs, len(cur.episodes), len(cur.prompts),
-                                  failed=signal_url(endpoint, "traces"))
-                cur.episodes.update(s.episode for s in batch)
+            for spans in _batches(pending_spans, SPAN_BATCH):
+                enc.send_spans(spans)
+                done_spans.update(s.episode for s in spans)
                 cur.save()
-                sent_spans += len(batch)
+                sent[0] += len(spans)
             for logs in _batches(pending_logs, LOG_BATCH):
-                if not enc.send_logs(logs):
-                    return Report(sent_spans, sent_logs, len(cur.episodes), len(cur.prompts),
-                                  failed=signal_url(endpoint, "logs"))
-                cur.prompts.update(x.key for x in logs)
+                enc.send_logs(logs)
+                done_logs.update(x.key for x in logs)
                 cur.save()
-                sent_logs += len(logs)
+                sent[1] += len(logs)
+        except InternalError:
+            if progress is not None:
+                progress(report())
+            raise
         finally:
             enc.close()
-        return Report(sent_spans, sent_logs, len(cur.episodes) - sent_spans, len(cur.prompts) - sent_logs)
+        return report()

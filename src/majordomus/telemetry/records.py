@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 SCOPE = "majordomus.export"
+REDACTED_MARK = "[redacted:"  # what majordomus.redact puts in place of each credential it replaced
 ENDED = ("closed", "interrupted", "unknown")  # an open or detached episode is sent when it ends
 
 # a client's model vendor, as the GenAI conventions name it (gen_ai.provider.name); a client not here has none
@@ -173,6 +174,7 @@ def prompt_log(repository: str, name: str, r: PromptRecord, with_prompts: bool) 
     attrs["majordomus.prompt.episode_link"] = r.episode_link or "unknown"
     attrs["majordomus.prompt.length"] = 0 if r.text is None else len(r.text)
     attrs["majordomus.prompt.redacted"] = [s for s in (r.redacted or "").split(",") if s]
+    attrs["majordomus.prompt.redactions"] = 0 if r.text is None else r.text.count(REDACTED_MARK)
     attrs["majordomus.prompt.pruned"] = r.pruned_at is not None
     if r.pruned_bytes is not None:
         attrs["majordomus.prompt.pruned_bytes"] = r.pruned_bytes
@@ -181,25 +183,30 @@ def prompt_log(repository: str, name: str, r: PromptRecord, with_prompts: bool) 
                span_id(repository, r.episode) if linked and r.episode else None, "majordomus.prompt", body, attrs)
 
 
-def prompts(layout: Layout, repository: str, with_prompts: bool, sources: Sources | None) -> Iterator[Log]:
-    """Each prompt record's log record, oldest first, one record parsed at a time; its linked episode's turns are
-    noted in `sources` on the way (so read the prompts before building the spans)."""
+def note_turns(layout: Layout, sources: Sources) -> None:
+    """The turns of each episode (its linked prompts' starts and links), into `sources`, one record at a time."""
+    for entry in scan.entries(layout):
+        r = entry.record
+        if r is not None and r.is_linked and r.episode:
+            sources.turns.setdefault(r.episode, []).append((r.started_at or "", r.episode_link))
+    for turns in sources.turns.values():
+        turns.sort()
+
+
+def prompts(layout: Layout, repository: str, with_prompts: bool) -> Iterator[Log]:
+    """Each prompt record's log record, oldest first, one record parsed at a time."""
     for entry in scan.entries(layout):
         r = entry.record
         if r is None:
             continue
-        if sources is not None and r.is_linked and r.episode:
-            sources.turns.setdefault(r.episode, []).append((r.started_at or "", r.episode_link))
         log = prompt_log(repository, entry.name, r, with_prompts)
         if log is not None:
             yield log
 
 
 def spans(repository: str, episodes: Iterable[Episode], sources: Sources) -> Iterator[Span]:
-    for e in sorted(episodes, key=lambda e: (e.started_at or "", e.id)):  # oldest first
-        for turns in (sources.turns.get(e.id),):
-            if turns:
-                turns.sort()
+    """The span of each ended episode, oldest first (call `note_turns` first for its turn events)."""
+    for e in sorted(episodes, key=lambda e: (e.started_at or "", e.id)):
         found = episode_span(repository, e, sources)
         if found is not None:
             yield found
