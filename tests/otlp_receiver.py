@@ -33,7 +33,7 @@ def attributes(kvs: Any) -> dict[str, Any]:
 
 
 class Receiver:
-    """`mode`: "ok", "500" (every request answered 500), "slow" (answers after `delay` seconds)."""
+    """`mode`: "ok", a status code ("500", "503": every request answered so), "slow" (500 after `delay` seconds)."""
 
     def __init__(self) -> None:
         self.mode = "ok"
@@ -57,8 +57,8 @@ class Receiver:
                     mode = outer.mode
                 if mode == "slow":
                     time.sleep(outer.delay)
-                if mode in ("500", "slow"):
-                    self._answer(500, b"")
+                if mode != "ok":
+                    self._answer(500 if mode == "slow" else int(mode), b"")
                     return
                 if self.path == "/v1/traces":
                     request: Any = ExportTraceServiceRequest.FromString(body)
