@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from otlp_receiver import Receiver, attributes
 
 from conftest import RunMajordomus, git
+from otlp_receiver import Receiver, attributes
 from support import front_matter
 
 SECRET = "PLUM-OTTER-7731"  # a recognisable word of a prompt text, never on the wire without --with-prompts

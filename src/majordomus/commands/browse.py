@@ -279,7 +279,8 @@ def export_command(ctx: Context, argv: list[str]) -> int:
                    help="send the ended episodes (spans) and the prompts' metadata (log records) over OTLP/HTTP "
                         "to ENDPOINT (default: the OTEL_EXPORTER_OTLP_* variables); only what it has not accepted "
                         "yet (docs/otlp.md)")
-    p.add_argument("--dry-run", action="store_true", help="with --otlp: print what would be sent, one line each; send nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="with --otlp: print what would be sent, one line each; send nothing")
     p.add_argument("episode", nargs="*", help="episode ids or prefixes (default: every episode the filters admit)")
     args = p.parse_args(argv)
     filters = _filters(args)

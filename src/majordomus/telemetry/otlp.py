@@ -160,11 +160,14 @@ class Encoder:
     def log(self, entry: records.Log) -> Any:
         from opentelemetry._logs import LogRecord
         from opentelemetry.sdk._logs import ReadableLogRecord
-        from opentelemetry.trace import TraceFlags
+        from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
-        linked = entry.trace_id is not None
-        record = LogRecord(timestamp=entry.time, observed_timestamp=entry.time, trace_id=entry.trace_id or 0,
-                           span_id=entry.span_id or 0, trace_flags=TraceFlags(TraceFlags.SAMPLED if linked else 0),
+        context = None
+        if entry.trace_id is not None and entry.span_id is not None:  # the prompt's episode span
+            linked = SpanContext(entry.trace_id, entry.span_id, is_remote=False,
+                                 trace_flags=TraceFlags(TraceFlags.SAMPLED))
+            context = set_span_in_context(NonRecordingSpan(linked))
+        record = LogRecord(timestamp=entry.time, observed_timestamp=entry.time, context=context,
                            severity_text="INFO", severity_number=self.severity, body=entry.body,
                            attributes=entry.attributes, event_name=entry.event_name)
         return ReadableLogRecord(record, self.resource, self.scope)
@@ -189,8 +192,8 @@ class Encoder:
             raise self._failed(self.where.logs)
 
     def close(self) -> None:
-        self.spans.shutdown()
-        self.logs.shutdown()
+        self.spans.shutdown()  # type: ignore[no-untyped-call]
+        self.logs.shutdown()  # type: ignore[no-untyped-call]
         logging.getLogger("opentelemetry").removeHandler(self.errors)
 
 
@@ -216,7 +219,8 @@ def export(layout: Layout, where: Endpoints, *, with_prompts: bool = False,
             return Report(sent[0], sent[1], *before)
 
         if dry is not None:
-            for item in chain(pending_spans, pending_logs):
+            item: records.Span | records.Log
+            for item in chain[records.Span | records.Log](pending_spans, pending_logs):
                 dry(item)
                 sent[isinstance(item, records.Log)] += 1
             return report()
