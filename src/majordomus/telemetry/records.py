@@ -10,6 +10,7 @@ only the archived text, which capture already redacted.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from datetime import datetime, timedelta, timezone
 from hashlib import blake2b, sha256
 
 from majordomus import __version__, ledger
@@ -46,9 +47,25 @@ def prompt_key(name: str) -> str:
     return blake2b(name.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
 def nanos(at: str | None) -> int | None:
-    moment = parse_rfc3339(at or "") if at else None
-    return None if moment is None else int(moment.timestamp()) * 1_000_000_000
+    """`2026-12-06T19:10:56Z` in nanoseconds since the epoch, None when it is not that shape. The record's one
+    shape read by slicing (strptime was 40% of an export's encoding), the same answer as `parse_rfc3339`."""
+    if not at:
+        return None
+    digits = at[0:4] + at[5:7] + at[8:10] + at[11:13] + at[14:16] + at[17:19]
+    if (len(at) == 20 and at[4] == at[7] == "-" and at[10] == "T" and at[13] == at[16] == ":" and at[19] == "Z"
+            and digits.isascii() and digits.isdigit()):
+        try:
+            moment = datetime(int(at[0:4]), int(at[5:7]), int(at[8:10]), int(at[11:13]), int(at[14:16]),
+                              int(at[17:19]), tzinfo=timezone.utc)
+        except ValueError:
+            moment = None
+    else:
+        moment = parse_rfc3339(at)
+    return None if moment is None else (moment - _EPOCH) // timedelta(seconds=1) * 1_000_000_000
 
 
 @value
@@ -111,7 +128,7 @@ class Sources:
         for ctx in store.working_contexts(layout):
             if ctx.provider_session:
                 self.client_sessions.setdefault(ctx.session_id, ctx.provider_session)
-        self.turns: dict[str, list[tuple[str, str | None]]] = {}  # episode -> (started_at, episode_link)
+        self.turns: dict[str, list[str]] = {}  # episode -> its linked prompts' started_at
 
 
 def _put(attrs: dict[str, Any], key: str, item: object) -> None:
@@ -146,10 +163,9 @@ def episode_span(repository: str, e: Episode, sources: Sources) -> Span | None:
         at = nanos(times[n - 1]) if n <= len(times) else None
         events.append(("majordomus.compaction", at if at is not None else end,
                        {"majordomus.compaction.number": n, "majordomus.compaction.time_known": at is not None}))
-    for n, (at_text, link) in enumerate(sources.turns.get(e.id, []), 1):
+    for n, at_text in enumerate(sources.turns.get(e.id, []), 1):  # how each was linked is in its log record
         at = nanos(at_text)
-        events.append(("majordomus.turn", at if at is not None else start,
-                       {"majordomus.turn.number": n, "majordomus.prompt.episode_link": link or "unknown"}))
+        events.append(("majordomus.turn", at if at is not None else start, {"majordomus.turn.number": n}))
     events.sort(key=lambda ev: ev[1])
     status = "ok" if e.state == "closed" else "error" if e.state == "interrupted" else "unset"
     why = (e.end_reason or "interrupted") if status == "error" else None
@@ -188,7 +204,7 @@ def note_turns(layout: Layout, sources: Sources) -> None:
     for entry in scan.entries(layout):
         r = entry.record
         if r is not None and r.is_linked and r.episode:
-            sources.turns.setdefault(r.episode, []).append((r.started_at or "", r.episode_link))
+            sources.turns.setdefault(r.episode, []).append(r.started_at or "")
     for turns in sources.turns.values():
         turns.sort()
 
