@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import yaml
-from mcp_support import McpProcess, wait_for
-from otlp_receiver import Receiver
 
 from conftest import RunMajordomus
+from mcp_support import McpProcess, wait_for
+from otlp_receiver import Receiver
 from support import hook
 
 
