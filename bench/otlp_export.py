@@ -5,7 +5,8 @@
 Synthetic records (ten prompts an episode, a compaction in every third, both outcomes, four clients) are turned
 into spans and log records by the product's own `telemetry.records`, then into the SDK's objects and sent by
 `telemetry.otlp.Encoder` (the official exporters, the batches the export uses) to a loopback sink: a child
-process that decodes every request with the opentelemetry-proto messages and counts what it got. Each run is a
+process that keeps every request and, after the timed runs, decodes each with the opentelemetry-proto messages
+and counts what it got. Each run is a
 child of its own, launched fresh, so its peak RSS (ru_maxrss, the interpreter and the SDK included) is its
 alone. The baseline, measured in the same run just before: the same records built the same way and written as
 `json.dumps` lines to /dev/null. Every export that does not answer SUCCESS, and a sink count that is not what
@@ -141,6 +142,7 @@ def run_sink() -> None:
 
     counts = {"spans": 0, "logs": 0, "bytes": 0}
     lock = threading.Lock()
+    bodies: list[tuple[str, bytes]] = []
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -148,20 +150,24 @@ def run_sink() -> None:
         def log_message(self, *args: Any) -> None:
             pass
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:  # noqa: N802 - decoded here, after the timed runs: no CPU taken from them
+            with lock:
+                for path, body in bodies:
+                    if path == "/v1/traces":
+                        req: Any = ExportTraceServiceRequest.FromString(body)
+                        counts["spans"] += sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans)
+                    else:
+                        req = ExportLogsServiceRequest.FromString(body)
+                        counts["logs"] += sum(len(sl.log_records) for rl in req.resource_logs
+                                              for sl in rl.scope_logs)
+                    counts["bytes"] += len(body)
+                bodies.clear()
             self._answer(json.dumps(counts).encode())
 
         def do_POST(self) -> None:  # noqa: N802
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            if self.path == "/v1/traces":
-                req: Any = ExportTraceServiceRequest.FromString(body)
-                key, n = "spans", sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans)
-            else:
-                req = ExportLogsServiceRequest.FromString(body)
-                key, n = "logs", sum(len(sl.log_records) for rl in req.resource_logs for sl in rl.scope_logs)
             with lock:
-                counts[key] += n
-                counts["bytes"] += len(body)
+                bodies.append((self.path, body))
             self._answer(b"")
 
         def _answer(self, body: bytes) -> None:
