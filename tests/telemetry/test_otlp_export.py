@@ -203,6 +203,10 @@ def test_a_failing_endpoint_loses_nothing_and_after_it_recovers_nothing_is_sent_
         assert f"{rx.url}/v1/traces did not accept the export" in err and "500" in err
         assert "sent 0 episode span(s)" in err and "Traceback" not in err
         assert not (world.repo / CURSOR).exists()
+        rx.mode = "400"  # a 4xx is not retried: refused at once
+        done = world.export(rx.url, env=env)
+        assert done.returncode == 13 and "400" in done.stderr.decode()
+        assert not (world.repo / CURSOR).exists()
         rx.mode = "503"  # retried with backoff, but never past the timeout
         started = time.monotonic()
         done = world.export(rx.url, env=env)
