@@ -25,6 +25,7 @@ RANKS: dict[str, int] = {
     "majordomus.doctor": 5,
     "majordomus.history": 5,  # reads the record back: the timeline, show, the search index
     "majordomus.capabilities": 6,
+    "majordomus.telemetry": 6,  # the OTLP export: reads the record back like history, beside the capabilities
     "majordomus.mcp": 7,
     "majordomus.commands": 8,
     "majordomus.cli": 9,

@@ -124,6 +124,10 @@ def check_policy(layout: Layout) -> list[Finding]:
     if not policy.problems:
         found.append(Finding("OK", "policy", rel, f"parses; {len(policy.declared)} of {len(DEFAULTS)} keys "
                                                   "declared, each a valid value"))
+    if policy.otlp_endpoint is not None:
+        found.append(Finding("INFO", "policy", rel, f"telemetry: the shared server exports the ended episodes to "
+                                                    f"{policy.otlp_endpoint} every {policy.otlp_interval_seconds} s "
+                                                    "(docs/otlp.md)"))
     return found
 
 

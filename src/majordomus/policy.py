@@ -60,11 +60,20 @@ def default_policy_text(missing: dict[str, int] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+# `telemetry:` (docs/otlp.md): the shared server's background OTLP export. Off when absent: not a default, so
+# `update` never adds it. Its endpoint is a URL in a tracked file: credentials go in OTEL_EXPORTER_OTLP_HEADERS.
+TELEMETRY_KEYS = ("otlp_endpoint", "interval_seconds")
+TELEMETRY_INTERVAL = 300
+TELEMETRY_INTERVAL_RANGE = (10, 604_800)  # ten seconds to a week
+
+
 @value
 class Policy:
     values: dict[str, int]
     declared: frozenset[str] = frozenset()
     problems: tuple[str, ...] = ()
+    otlp_endpoint: str | None = None  # set only when the telemetry block is valid: the background export is on
+    otlp_interval_seconds: int = TELEMETRY_INTERVAL
 
     def get_int(self, key: str) -> int:
         return self.values.get(key, DEFAULTS[key])
@@ -103,7 +112,43 @@ def validate_raw(raw: Any, source: Path) -> Policy:
             problems.append(f"{dotted} must be at most {MAXIMA[dotted]:,} (it is {_shown(value)})")
             continue
         values[dotted] = value
-    return Policy(values=values, declared=frozenset(declared), problems=tuple(problems))
+    endpoint, interval = _telemetry(raw.get("telemetry"), problems)
+    return Policy(values=values, declared=frozenset(declared), problems=tuple(problems), otlp_endpoint=endpoint,
+                  otlp_interval_seconds=interval)
+
+
+def _telemetry(block: Any, problems: list[str]) -> tuple[str | None, int]:
+    """The background export's endpoint (None: off, the default) and interval; any broken key keeps it off.
+    Read without urllib: a policy is parsed on the hook path when its cache is stale."""
+    if block is None:
+        return None, TELEMETRY_INTERVAL
+    if not isinstance(block, dict):
+        problems.append("telemetry must be a mapping of keys (otlp_endpoint, interval_seconds)")
+        return None, TELEMETRY_INTERVAL
+    before = len(problems)
+    unknown = sorted(str(k) for k in block if k not in TELEMETRY_KEYS)
+    if unknown:
+        problems.append(f"telemetry has unknown key(s) {', '.join(unknown)}; it takes otlp_endpoint and "
+                        "interval_seconds")
+    endpoint = block.get("otlp_endpoint")
+    if endpoint is not None:
+        scheme, _, rest = endpoint.partition("://") if isinstance(endpoint, str) else ("", "", "")
+        netloc = rest.split("/", 1)[0]
+        if scheme not in ("http", "https") or not netloc or any(c.isspace() for c in endpoint):
+            problems.append("telemetry.otlp_endpoint must be an http:// or https:// base URL, e.g. "
+                            "http://collector.internal:4318")
+        elif "@" in netloc or "?" in rest or "#" in rest:
+            problems.append("telemetry.otlp_endpoint must not carry credentials, a query or a fragment: policy.yaml "
+                            "is shared through git; put credentials in OTEL_EXPORTER_OTLP_HEADERS where the server "
+                            "runs")
+    interval = block.get("interval_seconds", TELEMETRY_INTERVAL)
+    low, high = TELEMETRY_INTERVAL_RANGE
+    if isinstance(interval, bool) or not isinstance(interval, int) or not low <= interval <= high:
+        problems.append(f"telemetry.interval_seconds must be a whole number from {low} to {high:,}")
+        interval = TELEMETRY_INTERVAL
+    if len(problems) > before or not isinstance(endpoint, str):
+        return None, interval
+    return endpoint.rstrip("/"), interval
 
 
 MAX_POLICY_BYTES = 64 * 1024  # a policy is a few hundred bytes; a larger file is refused, never parsed

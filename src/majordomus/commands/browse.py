@@ -228,6 +228,45 @@ def _chosen_by_ids(episodes: list[Episode], wanted: list[str]) -> list[Episode]:
     return [e for e in episodes if e.id in chosen]  # newest first, as everywhere
 
 
+def _dry_line(item: Any) -> str:
+    """One line of `export --otlp --dry-run`: an episode's span, or a prompt's log record, in brief."""
+    from majordomus.telemetry import records
+
+    if isinstance(item, records.Span):
+        a = item.attributes
+        why = f" ({item.description})" if item.description else ""
+        return (f"span {item.episode} {a.get('gen_ai.agent.name', '-')} {a.get('majordomus.episode.outcome')}{why} "
+                f"{(item.end - item.start) // 1_000_000_000}s {len(item.events)} event(s) trace {item.trace_id:032x}")
+    a = item.attributes
+    return (f"log  {a.get('session.id', '-')} {a['majordomus.prompt.episode_link']} {a['majordomus.prompt.length']} "
+            f"chars, redacted {','.join(a['majordomus.prompt.redacted']) or '-'}"
+            f"{', with its text' if item.body is not None else ''}")
+
+
+def _otlp(ctx: Context, args: Any, filters: Filters, argv: list[str]) -> int:
+    from majordomus.telemetry import otlp
+
+    if args.episode or filters != Filters() or args.output or "--format" in argv:
+        raise UsageError("export --otlp sends every ended episode its endpoint has not accepted; it takes no ids, "
+                         "filters, --format or -o", "leave those out (the cursor says what is new)")
+    where = otlp.endpoints(args.otlp)
+    layout = Layout(ctx.root).require()
+    as_json = ctx.json or args.json
+
+    def dry(item: Any) -> None:
+        print(json.dumps(item.to_json(), ensure_ascii=False) if as_json else _dry_line(item))
+
+    def told(report: otlp.Report) -> None:
+        what = "would send" if args.dry_run else "sent"
+        print(f"majordomus: {what} {report.spans} episode span(s) and {report.logs} prompt log record(s) to "
+              f"{where.shown} ({report.accepted_spans} episode(s) and {report.accepted_logs} prompt(s) accepted "
+              f"before{'; prompt texts included' if args.with_prompts else ''})", file=sys.stderr)
+
+    told(otlp.export(layout, where, with_prompts=args.with_prompts, dry=dry if args.dry_run else None,
+                     progress=told))
+    return 0
+
+
 def export_command(ctx: Context, argv: list[str]) -> int:
     from majordomus.history import export
 
@@ -236,9 +275,19 @@ def export_command(ctx: Context, argv: list[str]) -> int:
     p.add_argument("--format", choices=export.FORMATS, default="md", help="md (default), json or html")
     p.add_argument("-o", "--output", metavar="FILE", help="write here (0600, replaced whole) instead of stdout")
     p.add_argument("--with-prompts", action="store_true", help="include the prompt texts (private by default)")
+    p.add_argument("--otlp", nargs="?", const="", metavar="ENDPOINT",
+                   help="send the ended episodes (spans) and the prompts' metadata (log records) over OTLP/HTTP "
+                        "to ENDPOINT (default: the OTEL_EXPORTER_OTLP_* variables); only what it has not accepted "
+                        "yet (docs/otlp.md)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="with --otlp: print what would be sent, one line each; send nothing")
     p.add_argument("episode", nargs="*", help="episode ids or prefixes (default: every episode the filters admit)")
     args = p.parse_args(argv)
     filters = _filters(args)
+    if args.otlp is not None:
+        return _otlp(ctx, args, filters, argv)
+    if args.dry_run:
+        raise UsageError("--dry-run goes with --otlp", "add --otlp ENDPOINT, or leave --dry-run out")
     fmt = "json" if (ctx.json or args.json) and args.format == "md" and "--format" not in argv else args.format
     layout = Layout(ctx.root).require()
     episodes = all_episodes(layout)

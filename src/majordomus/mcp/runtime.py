@@ -133,6 +133,39 @@ class Runtime:
         """The start-up reap and the periodic reaper, both in the background: stdio answers at once."""
         threading.Thread(target=self._recover, name="majordomus-recover", daemon=True).start()
         threading.Thread(target=self._reaper, name="majordomus-reaper", daemon=True).start()
+        if self.lease is not None:  # the shared server alone: the policy's background OTLP export
+            self._start_telemetry()
+
+    def _start_telemetry(self) -> None:
+        from majordomus.errors import ContractError
+        from majordomus.policy import load_policy
+
+        try:
+            policy = load_policy(self.layout)
+        except ContractError:
+            return  # doctor names the policy that does not parse; the export stays off
+        if policy.otlp_endpoint is not None:
+            threading.Thread(target=self._telemetry, args=(policy.otlp_endpoint, policy.otlp_interval_seconds),
+                             name="majordomus-otlp", daemon=True).start()
+
+    def _telemetry(self, endpoint: str, interval: float) -> None:
+        """`export --otlp` every `interval` seconds, the first once the start-up reap is done. A refused export
+        is a line on stderr; the cursor keeps what was accepted, so the next round sends the rest."""
+        from majordomus.telemetry import otlp
+
+        self.recovered.wait(60)
+        while not self._stopped.is_set():
+            try:
+                report = otlp.export(self.layout, otlp.endpoints(endpoint))
+                if report.spans or report.logs:
+                    log(f"telemetry: sent {report.spans} episode span(s) and {report.logs} prompt log record(s) "
+                        f"to {endpoint}")
+            except MajordomusError as err:
+                log(f"telemetry: {err.message}")
+            except Exception as exc:  # noqa: BLE001 - a failed round must not stop the server
+                log(f"telemetry: the background export failed once ({type(exc).__name__}: {exc})")
+            if self._stopped.wait(interval):
+                break
 
     def _recover(self) -> None:
         try:
