@@ -23,6 +23,7 @@ import json
 import os
 import re
 import signal
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import Any
 import yaml
 
 from real_clients.fake_api import ANSWER, Stall, Text
-from real_clients.terminal import Terminal
+from real_clients.terminal import ClientExited, Terminal
 from real_clients.world import ClientFailed, World, wait_until
 
 OBSERVED = Path(__file__).with_name("endings_observed.yaml")
@@ -90,15 +91,27 @@ class Ended:
 
 
 def start(world: World, profile: Profile) -> Terminal:
-    terminal = Terminal(world, profile.argv, profile.provider)
-    try:
-        if profile.first_screens is not None:
-            profile.first_screens(terminal)
-        terminal.wait_for_screen(profile.ready_screen, 90)
-    except BaseException:
-        terminal.cleanup()
-        raise
-    return terminal
+    """The client in a terminal, at its empty prompt. A client that exits at start before drawing anything at
+    all (seen once in CI: Copilot, status and screen empty, the three other cells of the run fine) is started
+    once more, said on stderr; one that drew something and exited is a failure at once, its screen in the error."""
+    for attempt in (1, 2):
+        terminal = Terminal(world, profile.argv, profile.provider)
+        try:
+            if profile.first_screens is not None:
+                profile.first_screens(terminal)
+            terminal.wait_for_screen(profile.ready_screen, 90)
+        except ClientExited as exited:
+            terminal.cleanup()
+            if attempt == 2 or exited.screen.strip():
+                raise
+            print(f"{profile.provider} exited at start before drawing its screen ({exited}); started once more",
+                  file=sys.stderr)
+            continue
+        except BaseException:
+            terminal.cleanup()
+            raise
+        return terminal
+    raise AssertionError("unreachable")
 
 
 def ask(world: World, terminal: Terminal, prompt: str, mid_answer: bool) -> None:
