@@ -4,6 +4,8 @@ kept without credentials, timestamps, ids that a resend repeats, and no prompt t
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from majordomus.archive.record import PromptRecord
 from majordomus.errors import UsageError
@@ -35,6 +37,15 @@ def test_timestamps_are_read_as_the_record_writes_them() -> None:
         assert moment is not None and records.nanos(at) == int(moment.timestamp()) * 10**9
     for bad in ("2026-02-30T00:00:00Z", "2026-12-06 19:10:56Z", "2026-12-06T19:10:+5Z", "", None):
         assert records.nanos(bad) is None
+
+
+@given(st.integers(1, 9999), st.integers(0, 13), st.integers(0, 32), st.integers(0, 25), st.integers(0, 61),
+       st.integers(0, 61))
+def test_the_sliced_timestamp_reads_what_the_general_parser_reads(year: int, month: int, day: int, hour: int,
+                                                                 minute: int, second: int) -> None:
+    at = f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}Z"  # existing or not
+    moment = parse_rfc3339(at)
+    assert records.nanos(at) == (None if moment is None else int(moment.timestamp()) * 10**9)
 
 
 def episode(state: str, **extra: object) -> Episode:

@@ -10,7 +10,8 @@ only the archived text, which capture already redacted.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
+from functools import lru_cache
 from hashlib import blake2b, sha256
 
 from majordomus import __version__, ledger
@@ -47,25 +48,37 @@ def prompt_key(name: str) -> str:
     return blake2b(name.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH_DAY = date(1970, 1, 1).toordinal()
+
+
+@lru_cache(maxsize=1024)
+def _epoch_day(year: int, month: int, day: int) -> int | None:
+    """Days since 1970-01-01, None for a date that does not exist; an export's timestamps share a few days."""
+    try:
+        return date(year, month, day).toordinal() - _EPOCH_DAY
+    except ValueError:
+        return None
 
 
 def nanos(at: str | None) -> int | None:
     """`2026-12-06T19:10:56Z` in nanoseconds since the epoch, None when it is not that shape. The record's one
-    shape read by slicing (strptime was 40% of an export's encoding), the same answer as `parse_rfc3339`."""
+    shape read by slicing, its day cached (strptime was 40% of an export's encoding, a datetime per stamp 12%);
+    the same answer as `parse_rfc3339`, which reads every other shape."""
     if not at:
         return None
-    digits = at[0:4] + at[5:7] + at[8:10] + at[11:13] + at[14:16] + at[17:19]
-    if (len(at) == 20 and at[4] == at[7] == "-" and at[10] == "T" and at[13] == at[16] == ":" and at[19] == "Z"
-            and digits.isascii() and digits.isdigit()):
-        try:
-            moment = datetime(int(at[0:4]), int(at[5:7]), int(at[8:10]), int(at[11:13]), int(at[14:16]),
-                              int(at[17:19]), tzinfo=timezone.utc)
-        except ValueError:
-            moment = None
-    else:
-        moment = parse_rfc3339(at)
+    if len(at) == 20 and at[4] == at[7] == "-" and at[10] == "T" and at[13] == at[16] == ":" and at[19] == "Z":
+        digits = at[0:4] + at[5:7] + at[8:10] + at[11:13] + at[14:16] + at[17:19]
+        if digits.isascii() and digits.isdigit():
+            hour, minute, second = int(at[11:13]), int(at[14:16]), int(at[17:19])
+            day = _epoch_day(int(at[0:4]), int(at[5:7]), int(at[8:10]))
+            if day is None or hour > 23 or minute > 59 or second > 59:
+                return None
+            return (day * 86400 + hour * 3600 + minute * 60 + second) * 1_000_000_000
+    moment = parse_rfc3339(at)
     return None if moment is None else (moment - _EPOCH) // timedelta(seconds=1) * 1_000_000_000
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 @value
