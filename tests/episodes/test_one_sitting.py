@@ -27,9 +27,10 @@ from support import MAJORDOMUS, MAJORDOMUS_MCP, open_files, records
 CLIENT = textwrap.dedent("""
     import json, os, shlex, subprocess, sys
     majordomus, server, session, client_name, external, steps = sys.argv[1:7]
-    if "start" in steps:
+    # "twice": a second conversation started in the same process (Cline's /clear: a new session, no end for the first)
+    for conversation in ([session] if "start" in steps else []) + ([session + "-2"] if "twice" in steps else []):
         subprocess.run(["sh", "-c", shlex.quote(majordomus) + " capture session --provider claude-code --event start"],
-                       input=json.dumps({"session_id": session, "source": "startup"}).encode(), check=True,
+                       input=json.dumps({"session_id": conversation, "source": "startup"}).encode(), check=True,
                        capture_output=True)
     proc = subprocess.Popen([server], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     def ask(message):
@@ -116,6 +117,19 @@ def test_a_client_whose_hooks_are_wired_but_ran_none_is_told_so_and_gets_no_epis
     assert "episode" not in result
     assert "through its hooks" in result["hooks"] and "capture status" in result["hooks"]
     assert open_files(initialised_repo) == {}
+
+
+def test_two_open_hook_episodes_of_the_attaching_process_are_named_and_neither_is_taken(initialised_repo: Path
+                                                                                        ) -> None:
+    """Two conversations open in the one client process (Cline after `/clear`): which one this sitting is cannot
+    be told, so the attach holds neither, opens none, and says both are open (it used to say none was)."""
+    install_claude_hooks(initialised_repo)
+    result = structured(sit(initialised_repo, steps="start twice")[1])
+    ids = sorted(o["session_id"] for o in open_files(initialised_repo).values())
+    assert "episode" not in result and len(ids) == 2
+    assert "2 hook episodes" in result["hooks"] and all(i in result["hooks"] for i in ids), result["hooks"]
+    assert "no hook episode is open" not in result["hooks"]
+    assert sorted(o["provider"] for o in open_files(initialised_repo).values()) == ["claude-code", "claude-code"]
 
 
 def test_a_client_without_hooks_here_still_gets_its_connection_episode(initialised_repo: Path) -> None:

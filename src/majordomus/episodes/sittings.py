@@ -32,27 +32,35 @@ def hook_sitting(layout: Layout, client: str | None, client_name: str | None) ->
     """The sitting of the client process `client` (`<pid>@<start ticks>`) when exactly one open hook episode
     names that process and the client's own name fits it, or of a client that calls itself `client_name`;
     None when it is no hook client of this worktree (the attach then opens a connection episode)."""
-    if client:
-        mine = [e.file for e in store.open_episodes(layout) if not e.file.is_connection and e.file.client == client
-                and _names_it(e.file.provider, client_name)]
-        if len(mine) == 1:  # two open in one process (an orchestrator running several sittings) tell nothing
-            found = mine[0]
-            return HookSitting(
-                provider=found.provider or "unknown", session_id=found.session_id, started_at=found.started_at,
-                line=f"this sitting is episode {found.session_id} of {found.provider}, open since "
-                     f"{found.started_at} and recorded by its hooks (the client process {client.split('@')[0]} "
-                     "that ran its start also runs this server); no second episode was opened, and the "
-                     "client's own end closes it")
+    mine = [] if not client else [
+        e.file for e in store.open_episodes(layout)
+        if not e.file.is_connection and e.file.client == client and _names_it(e.file.provider, client_name)]
+    pid = client.split("@")[0] if client else None
+    if len(mine) == 1:
+        found = mine[0]
+        return HookSitting(
+            provider=found.provider or "unknown", session_id=found.session_id, started_at=found.started_at,
+            line=f"this sitting is episode {found.session_id} of {found.provider}, open since {found.started_at} "
+                 f"and recorded by its hooks (the client process {pid} that ran its start also runs this server); "
+                 "no second episode was opened, and the client's own end closes it")
     prov = provider_of_mcp_client(client_name) if client_name else None
+    if mine:
+        # two conversations open in one process (Cline after `/clear`, an orchestrator's sittings): which one is
+        # this sitting's cannot be told, so neither is held and none is opened; the line says what is open
+        named = ", ".join(sorted(str(e.session_id) for e in mine))
+        return HookSitting(
+            provider=mine[0].provider or (prov.name if prov else "unknown"),
+            line=f"{len(mine)} hook episodes are open for this client process ({pid}): {named}; which one this "
+                 "sitting is cannot be told, so none was opened here and none is held: each is recorded by its "
+                 "hooks and ended by its client's own end, or found vanished once the process is gone")
     if prov is None or not event_wired(layout, prov, "start"):
         return None
-    process = f" for this client process ({client.split('@')[0]})" if client else ""
+    process = f" for this client process ({pid})" if pid else ""
     return HookSitting(
         provider=prov.name,
         line=f"{prov.title} records its episodes through its hooks (wired in {', '.join(prov.hook_files())}); no "
              f"hook episode is open{process}, so none was opened here either: if its hooks do not run, "
              "`majordomus capture status` says why")
-
 
 
 def _names_it(provider: str | None, client_name: str | None) -> bool:
