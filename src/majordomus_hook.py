@@ -4,7 +4,7 @@ It fails open. Whatever goes wrong — the package will not import, the command 
 client gets exit 0 and nothing on stdout, which every client reads as "no opinion" (exit 2 would block the
 person's prompt in Claude Code and Gemini CLI), and the failure becomes one line in `.ai/local/hook-failures.log`,
 which `majordomus doctor` reports with the repair. It imports nothing before majordomus: it runs on every prompt
-a person types.
+a person types (not even `os`: majordomus.os_lite says why).
 
 A module of its own at the top of site-packages, beside `majordomus/` rather than in it, so that a package broken
 at its root (a half-finished upgrade) still has its failure logged; and a module rather than the script, because
@@ -12,7 +12,6 @@ a script is compiled from source on every run (~0.5 ms for this one) while a mod
 script `majordomus-hook` (scripts/) only finds this module and calls `main`.
 """
 
-import os
 import sys
 
 LOG = "hook-failures.log"  # under .ai/local/
@@ -22,6 +21,8 @@ TEXT_LIMIT = 300
 
 def _root(argv: list[str]) -> str | None:
     """The worktree whose `.ai/local/` takes the line: `--repo`, else the nearest folder up from here that has one."""
+    import os  # a failure is being logged: `os` only now (under -IS a hook that works never imports it)
+
     if len(argv) > 1 and argv[0] == "--repo":
         return argv[1]
     for arg in argv[:1]:
@@ -42,6 +43,7 @@ def log_failure(argv: list[str], text: str) -> None:
     root = _root(argv)
     if root is None:
         return
+    import os
     import time
 
     ai = os.path.join(root, ".ai")
@@ -66,6 +68,8 @@ def log_failure(argv: list[str], text: str) -> None:
 
 def _where(exc: BaseException) -> str:
     """The innermost frame of majordomus's own code: where it failed, never what it held (a payload's values)."""
+    import os
+
     tb = exc.__traceback__
     where = ""
     while tb is not None:

@@ -22,7 +22,7 @@ SHA = "_sha256" if sys.version_info < (3, 12) else "_sha2"
 
 # Every command: the launcher's module, the entry, its context and errors, JSON through the C accelerator, the typed
 # values, the light paths, the providers declaration, the payload reader, and the layout (fcntl for its locks).
-COMMON = {"majordomus_hook", "__future__", "majordomus", "majordomus.cli", "majordomus.commands",
+COMMON = {"majordomus_hook", "__future__", "majordomus", "majordomus.os_lite", "majordomus.cli", "majordomus.commands",
           "majordomus.commands.context",
           "majordomus.errors", "majordomus.jsonlite", "_json", "majordomus.values", "majordomus.paths",
           "majordomus.clients", "majordomus.clients.payload", "majordomus.clients.providers", "majordomus.layout",

@@ -6,11 +6,11 @@ Stdlib only: the hook path imports this. One function computes each identity; ev
 from __future__ import annotations
 
 import _thread
-import os
 import sys
 import time
 
 from majordomus.errors import MissingError
+from majordomus.os_lite import os
 from majordomus.values import value
 
 TYPE_CHECKING = False

@@ -5,13 +5,13 @@ Stdlib only: the hook path imports this.
 
 from __future__ import annotations
 
+import _stat as stat  # builtin, as `stat` is not (its S_* functions are these)
 import _thread
 import fcntl
-import os
-import stat
 import time
 
 from majordomus.errors import InternalError, MissingError, RefusedError
+from majordomus.os_lite import os
 from majordomus.values import value
 
 TYPE_CHECKING = False

@@ -9,7 +9,7 @@ Imports nothing but `os`.
 
 from __future__ import annotations
 
-import os
+from majordomus.os_lite import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ else:
             return f"LitePath({self._s!r})"
 
         def __eq__(self, other: object) -> bool:
-            if isinstance(other, (LitePath, os.PathLike)):
+            if isinstance(other, LitePath) or hasattr(type(other), "__fspath__"):  # os.PathLike's own test
                 return self._s == os.fspath(other)
             return NotImplemented
 

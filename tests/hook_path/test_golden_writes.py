@@ -5,7 +5,8 @@ files, working contexts, closed records, the ledger, the logs, the report lines)
 json and datetime) by this same scenario, with `--regenerate`-style use of `scenario()`; each step runs the real
 `majordomus` console entry in its own interpreter, with the clock and `os.urandom` fixed by a small preamble, in
 a real git repository whose commit is fixed too. Paths and the worktree id (which name the temp directory) are
-replaced by placeholders before comparing.
+replaced by placeholders before comparing. The scenario runs twice: through the console entry, and as the wired
+hooks start (`python -IS`, where the hook path imports no `os`: majordomus.os_lite).
 """
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ ENTRY = PREAMBLE + """
 from majordomus.cli import main
 raise SystemExit(main())
 """
+# The same under `python -IS`, as the wired hooks start: no `os` is imported (majordomus.os_lite serves the hook
+# path from `posix`, whose urandom is fixed instead), and the source folder stands in for the site-packages
+LEAN_ENTRY = ("import posix, sys\nsys.path.insert(0, sys.argv.pop(1))\n"
+              + PREAMBLE.replace("import os, sys, time, io", "import sys, time, io").replace("os.urandom = urandom",
+                                                                                     "posix.urandom = urandom")
+              + "import majordomus.cli\nassert 'os' not in sys.modules, 'os imported'\n"
+                "raise SystemExit(majordomus.cli.main())\n")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 PROMPTS = [
     {"session_id": "gold-1", "prompt_id": "p-1", "prompt": "please refactor module 3 and keep the tests green",
@@ -69,14 +78,17 @@ RAW_PROMPTS = [b"not json at all", b'["an", "array"]', b'{"session_id": "gold-1"
 def _step(root: Path, payload: bytes, *args: str) -> str:
     _step.count += 1  # type: ignore[attr-defined]
     clock = CLOCK + 61 * _step.count  # type: ignore[attr-defined]  # a minute and a second between steps
-    done = subprocess.run([sys.executable, "-c", ENTRY, str(clock), payload.hex(), "--repo", str(root), *args],
+    entry = [sys.executable, "-IS", "-c", LEAN_ENTRY, SRC] if _step.lean else [  # type: ignore[attr-defined]
+        sys.executable, "-c", ENTRY]
+    done = subprocess.run([*entry, str(clock), payload.hex(), "--repo", str(root), *args],
                           capture_output=True, text=True, cwd=root)
     return f"exit {done.returncode}: {done.stdout}{done.stderr}"
 
 
-def scenario(root: Path) -> dict[str, object]:
+def scenario(root: Path, lean: bool = False) -> dict[str, object]:
     """Every hook command over fixed payloads, then every file under .ai/ (locks aside), normalised."""
     _step.count = 0  # type: ignore[attr-defined]
+    _step.lean = lean  # type: ignore[attr-defined]
     session = ("capture", "session", "--provider", "claude-code", "--event")
     prompt = ("capture", "prompt", "--provider", "claude-code")
     lines = [_step(root, json.dumps({"session_id": "gold-1", "source": "startup"}).encode(), *session, "start")]
@@ -127,9 +139,10 @@ def _world(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_the_hook_path_writes_what_it_wrote_before(tmp_path: Path) -> None:
-    found = scenario(_world(tmp_path))
-    if os.environ.get("MAJORDOMUS_REGENERATE_GOLDEN") == "1":
+@pytest.mark.parametrize("launch", ["console-entry", "minus-IS-without-os"])
+def test_the_hook_path_writes_what_it_wrote_before(tmp_path: Path, launch: str) -> None:
+    found = scenario(_world(tmp_path), lean=launch != "console-entry")
+    if os.environ.get("MAJORDOMUS_REGENERATE_GOLDEN") == "1" and launch == "console-entry":
         GOLDEN.write_text(json.dumps(found, indent=1, ensure_ascii=True, sort_keys=True) + "\n")
     expected = json.loads(GOLDEN.read_text())
     assert found["lines"] == expected["lines"]

@@ -5,9 +5,8 @@ Stdlib only: the hook path writes records through this module.
 
 from __future__ import annotations
 
-import os
-
 from majordomus import jsonlite
+from majordomus.os_lite import os
 from majordomus.values import fields_of, replace, value
 
 TYPE_CHECKING = False

@@ -6,9 +6,8 @@ commands import it, so argparse is imported only when a command needs the full p
 
 from __future__ import annotations
 
-import os
-
 from majordomus.errors import UsageError
+from majordomus.os_lite import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

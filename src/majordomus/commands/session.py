@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 from majordomus.clients.payload import read_stdin
 from majordomus.commands.context import Context, parser, quick_flags
 from majordomus.episodes.hook import EVENTS, run_session
+from majordomus.os_lite import os
 
 
 def command(ctx: Context, argv: list[str]) -> int:

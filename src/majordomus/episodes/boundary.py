@@ -6,7 +6,6 @@ payload. Stdlib only: this runs inside a person's hooks.
 
 from __future__ import annotations
 
-import os
 import time
 
 from majordomus import ledger
@@ -41,6 +40,7 @@ from majordomus.layout import (
     sweep_stale_temps,
     write_atomic,
 )
+from majordomus.os_lite import os
 from majordomus.redact import scrub
 from majordomus.simple_yaml import front_matter, yaml_lines
 from majordomus.values import replace, value

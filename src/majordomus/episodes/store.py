@@ -7,10 +7,9 @@ Stdlib only: the hook path reads and writes these.
 
 from __future__ import annotations
 
-import os
-
 from majordomus.identity import now_s, rfc3339, session_key, sha256
 from majordomus.layout import Layout, file_lock, write_atomic
+from majordomus.os_lite import os
 from majordomus.simple_yaml import front_matter, parse_simple_yaml, yaml_lines
 from majordomus.values import fields_of, replace, value
 
