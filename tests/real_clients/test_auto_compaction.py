@@ -102,9 +102,7 @@ def sit_compact_and_leave(world: World, compacting: Compacting) -> Compacted:
     try:
         world.api.script = FullContext(compacting.tokens)
         ask(world, terminal, prompt, mid_answer=False)
-        if world.api.summaries:
-            raise ClientFailed(f"{profile.provider} compacted before its second prompt")
-        ask(world, terminal, SECOND, mid_answer=False)
+        ask(world, terminal, SECOND, mid_answer=False)  # the clients compacted before answering it (Copilot: beside)
         wait_until(lambda: bool(world.api.summaries), 60, "the client's summary request (its compaction)")
         if compacting.screen is not None:
             terminal.wait_for_screen(compacting.screen, 60)
