@@ -10,16 +10,18 @@ is (endings_observed.yaml), both prompts linked to it, no credential under `.ai/
 
 What each pinned client really did (the numbers are the usage the fake API reported; each client's own window):
 - Claude Code 2.1.332 runs Opus 5.5, whose window is 1M: 195k input tokens changed nothing, 990k made it
-  compact before the next prompt, firing PreCompact with trigger `auto`.
+  compact before the next prompt, firing PreCompact (trigger `auto`, the one majordomus counts), PostCompact and
+  SessionStart (source `compact`, the same session: the episode is kept).
 - Codex 0.171.0 (gpt-5) compacts past its default `model_auto_compact_token_limit`, near the 272k window: at
   265k it compacted before the next answer ("Context compacted"), firing PreCompact and PostCompact, trigger
   `auto`; majordomus counts PostCompact.
-- Gemini CLI 0.61.0 compresses past half the model's 1M window (its default threshold): at 1M it compressed
-  ("Context compressed from 95% to 0%") but fired no hook that says so: its PreCompress fires before every
-  model request whether it compresses or not, and comes before its threshold check (SPEC 4.1), so nothing is
-  counted. The sitting holds that fact.
+- Gemini CLI 0.61.0 compresses past half the model's 1M window (`model.compressionThreshold`, 0.5 by default):
+  at 1M it compressed ("Context compressed from 95% to 0%") but fired no hook that says so: its PreCompress
+  fires before every model request whether it compresses or not, and comes before its threshold check
+  (SPEC 4.1), so nothing is counted. The sitting holds that fact.
 - Copilot CLI 1.0.102, with a bring-your-own model whose window is COPILOT_PROVIDER_MAX_PROMPT_TOKENS (200k
-  here), compacts in the background once 190k were reported ("Compaction completed"), firing preCompact.
+  here), compacts in the background once 190k were reported ("Compaction completed"), firing PreCompact
+  (trigger `auto`).
 
 The sittings run at once, each in its own world (HOME, repository, fake API port, tmux server).
 """
