@@ -11,7 +11,10 @@ What it answers is scripted per test through `FakeApi.script`:
 - `ToolCall(calls, after)`: call each tool in turn, in the first request that offers it, then answer `after`
   (Claude Code needs its `ToolSearch` called before it offers a deferred MCP tool);
 - `Stall()`: the response's headers and first event, then nothing until the server stops (the client hangs
-  mid-answer, so a test can kill it there).
+  mid-answer, so a test can kill it there);
+- `FullContext(tokens)`: a plain answer whose reported usage says the context holds `tokens` input tokens (near
+  the model's window), until the client asks for a summary of its conversation (its compaction: `summary_request`);
+  that request is answered with `SUMMARY`, and every answer after it reports a small context again.
 
 Every request is recorded (`FakeApi.requests`), and any path it does not know is logged in `unknown` and
 answered 404 with a JSON error, so a test can see what a client probed.
@@ -30,6 +33,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 ANSWER = "All done: nothing to change."
+SUMMARY = ("<summary>The person asked for README.md to be summed up, holding back a token it named; "
+           "the answer said there was nothing to change.</summary>")
+SMALL_CONTEXT = 12
 
 
 @dataclass(frozen=True)
@@ -61,7 +67,21 @@ class Stall:
     pass
 
 
-Script = Text | ToolCall | Stall
+@dataclass(frozen=True)
+class FullContext:
+    """Answer `words`, reporting a context of `tokens` input tokens, until the client's summary request."""
+
+    tokens: int
+    words: str = ANSWER
+
+
+Script = Text | ToolCall | Stall | FullContext
+
+# What each client's compaction asks the model, in the last message it sends (pinned versions): Claude Code
+# "create a detailed summary of the conversation", Codex "CONTEXT CHECKPOINT COMPACTION", Gemini CLI
+# "<state_snapshot>", Copilot CLI "summary of the entire conversation" / "text summary of the conversation"
+SUMMARY_ASKED = re.compile(r"(?i)summary of (the|this|the entire) conversation|CONTEXT CHECKPOINT COMPACTION|"
+                           r"<state_snapshot>")
 
 
 @dataclass
@@ -153,6 +173,30 @@ def has_tool_result(api: str, body: Any) -> bool:
     return False
 
 
+def last_user_texts(api: str, body: Any) -> list[str]:
+    """The strings of the last message the person's side sent (user role), where a client puts its ask."""
+    if not isinstance(body, dict):
+        return []
+    if api == "anthropic" or api == "chat":
+        users = [m for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"]
+        return strings(users[-1].get("content")) if users else []
+    if api == "responses":
+        inputs = body.get("input")
+        if isinstance(inputs, str):
+            return [inputs]
+        users = [i for i in inputs or [] if isinstance(i, dict) and i.get("role") == "user"]
+        return strings(users[-1].get("content")) if users else []
+    if api.startswith("gemini"):
+        users = [c for c in body.get("contents", []) if isinstance(c, dict) and c.get("role", "user") == "user"]
+        return strings(users[-1].get("parts")) if users else []
+    return []
+
+
+def summary_request(request: Request) -> bool:
+    """Whether the client asks the model to sum up its conversation: its compaction."""
+    return any(SUMMARY_ASKED.search(text) for text in last_user_texts(request.api, request.body))
+
+
 class FakeApi:
     """The server; start() binds 127.0.0.1 port 0, stop() releases every stalled answer and closes."""
 
@@ -161,6 +205,8 @@ class FakeApi:
         self.requests: list[Request] = []
         self.unknown: list[str] = []
         self.tool_calls_sent: list[str] = []
+        self.summaries: list[Request] = []  # the clients' requests to sum up their conversation (compactions)
+        self.reported_full = 0  # answers whose usage said the context was full
         self._step = 0
         self.stalled = threading.Event()  # set when a stalled answer has sent its first event
         self._release = threading.Event()
@@ -214,6 +260,12 @@ class FakeApi:
     def choose(self, request: Request) -> Script | Call:
         """What to answer this model request: the script, where the request is one the script is about."""
         script = self.script
+        if isinstance(script, FullContext):
+            if summary_request(request):
+                with self._lock:
+                    self.summaries.append(request)
+                return Text(SUMMARY)
+            return Text(script.words)
         if isinstance(script, ToolCall):
             with self._lock:
                 if self._step < len(script.calls):
@@ -226,6 +278,17 @@ class FakeApi:
         if isinstance(script, Stall) and is_side_request(request):
             return Text("Title")
         return script
+
+    def context_tokens(self, request: Request) -> int:
+        """The input tokens an answer reports: the script's full context for a conversation request until the
+        client's compaction asked for its summary, a small one otherwise."""
+        script = self.script
+        if (isinstance(script, FullContext) and not is_side_request(request) and not summary_request(request)
+                and not self.summaries):
+            with self._lock:
+                self.reported_full += 1
+            return script.tokens
+        return SMALL_CONTEXT
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         api = self
@@ -353,7 +416,8 @@ def anthropic(api: FakeApi, handler: BaseHTTPRequestHandler, request: Request) -
     else:
         block = {"type": "text", "text": script.words if isinstance(script, Text) else ""}
         stop_reason = "end_turn"
-    usage = {"input_tokens": 12, "output_tokens": 6, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    usage = {"input_tokens": api.context_tokens(request), "output_tokens": 6, "cache_creation_input_tokens": 0,
+             "cache_read_input_tokens": 0}
     message = {"id": f"msg_{n:04d}", "type": "message", "role": "assistant", "model": model, "content": [block],
                "stop_reason": stop_reason, "stop_sequence": None, "usage": usage}
     if not body.get("stream"):
@@ -411,8 +475,9 @@ def responses(api: FakeApi, handler: BaseHTTPRequestHandler, request: Request) -
         sse.event({"type": "response.output_text.delta", "item_id": item["id"], "output_index": 0,
                    "content_index": 0, "delta": item["content"][0]["text"]}, "response.output_text.delta")
     sse.event({"type": "response.output_item.done", "output_index": 0, "item": item}, "response.output_item.done")
-    usage = {"input_tokens": 12, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 6,
-             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 18}
+    tokens = api.context_tokens(request)
+    usage = {"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 6,
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": tokens + 6}
     sse.event({"type": "response.completed",
                "response": {**base, "status": "completed", "output": [item], "usage": usage}}, "response.completed")
 
@@ -423,7 +488,8 @@ def chat(api: FakeApi, handler: BaseHTTPRequestHandler, request: Request) -> Non
     n = api.next_id()
     base = {"id": f"chatcmpl-{n:04d}", "object": "chat.completion.chunk", "created": int(time.time()),
             "model": body.get("model", "fake-model")}
-    usage = {"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18}
+    tokens = api.context_tokens(request)
+    usage = {"prompt_tokens": tokens, "completion_tokens": 6, "total_tokens": tokens + 6}
     if isinstance(script, Call):
         call = {"index": 0, "id": f"call_{n:04d}", "type": "function",
                 "function": {"name": script.name, "arguments": json.dumps(script.arguments)}}
@@ -463,7 +529,8 @@ def gemini(api: FakeApi, handler: BaseHTTPRequestHandler, request: Request) -> N
         part = {"text": json.dumps(sample_of(json_schema(request)))}
     else:
         part = {"text": script.words if isinstance(script, Text) else ""}
-    usage = {"promptTokenCount": 12, "candidatesTokenCount": 6, "totalTokenCount": 18}
+    tokens = api.context_tokens(request)
+    usage = {"promptTokenCount": tokens, "candidatesTokenCount": 6, "totalTokenCount": tokens + 6}
     chunk = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
              "usageMetadata": usage, "modelVersion": model, "responseId": f"r{api.next_id()}"}
     if request.api == "gemini":
