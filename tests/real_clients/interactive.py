@@ -23,7 +23,6 @@ import json
 import os
 import re
 import signal
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,7 @@ from typing import Any
 import yaml
 
 from real_clients.fake_api import ANSWER, Stall, Text
-from real_clients.terminal import ClientExited, Terminal
+from real_clients.terminal import Terminal
 from real_clients.world import ClientFailed, World, wait_until
 
 OBSERVED = Path(__file__).with_name("endings_observed.yaml")
@@ -91,27 +90,16 @@ class Ended:
 
 
 def start(world: World, profile: Profile) -> Terminal:
-    """The client in a terminal, at its empty prompt. A client that exits at start before drawing anything at
-    all (seen once in CI: Copilot, status and screen empty, the three other cells of the run fine) is started
-    once more, said on stderr; one that drew something and exited is a failure at once, its screen in the error."""
-    for attempt in (1, 2):
-        terminal = Terminal(world, profile.argv, profile.provider)
-        try:
-            if profile.first_screens is not None:
-                profile.first_screens(terminal)
-            terminal.wait_for_screen(profile.ready_screen, 90)
-        except ClientExited as exited:
-            terminal.cleanup()
-            if attempt == 2 or exited.screen.strip():
-                raise
-            print(f"{profile.provider} exited at start before drawing its screen ({exited}); started once more",
-                  file=sys.stderr)
-            continue
-        except BaseException:
-            terminal.cleanup()
-            raise
-        return terminal
-    raise AssertionError("unreachable")
+    """The client in a terminal, at its empty prompt; a client that exits first is a failure, its screen in it."""
+    terminal = Terminal(world, profile.argv, profile.provider)
+    try:
+        if profile.first_screens is not None:
+            profile.first_screens(terminal)
+        terminal.wait_for_screen(profile.ready_screen, 90)
+    except BaseException:
+        terminal.cleanup()
+        raise
+    return terminal
 
 
 def ask(world: World, terminal: Terminal, prompt: str, mid_answer: bool) -> None:
@@ -202,18 +190,7 @@ def sit_and_end(world: World, ending: str) -> Ended:
     finally:
         terminal.cleanup()
     ids = {e.session_id for e in world.episodes()} - before
-    if profile.late_end_seconds:
-        # its end hook runs later, from a process of its own that outlives the terminal (Codex's app-server)
-        try:
-            wait_until(lambda: not any(o["session_id"] in ids for o in world.open_files()), profile.late_end_seconds,
-                       "the late end")
-        except ClientFailed:
-            pass
-    for pid in processes_under(world.root):
-        # what outlives the terminal (Codex's app-server daemon, holding a turn the fake API never answers) is
-        # gone at last, as at a reboot: then the episode's client is gone too
-        os.kill(pid, signal.SIGKILL)
-    still_open = any(o["session_id"] in ids for o in world.open_files())
+    still_open = gone_after_the_late_end(world, ids, profile.late_end_seconds)
     listed = json.loads(world.check_majordomus("--json", "episodes").stdout)["episodes"]
     rows = [row for row in listed if row["id"] in ids]
     records = [r for r in world.records() if r["session_id"] in ids]
@@ -222,14 +199,35 @@ def sit_and_end(world: World, ending: str) -> Ended:
                  time.monotonic() - started, compacted(world, ids), open_when_compacted)
 
 
+def gone_after_the_late_end(world: World, ids: set[str], late_end_seconds: float) -> bool:
+    """Wait up to `late_end_seconds` for an end hook that runs after the terminal is gone (Codex's app-server
+    daemon), then SIGKILL whatever of the world still lives, as at a reboot (that daemon holding a turn the fake
+    API never answers): the episode's client is gone. Whether one of `ids` was still open then."""
+    if late_end_seconds:
+        try:
+            wait_until(lambda: not any(o["session_id"] in ids for o in world.open_files()), late_end_seconds,
+                       "the late end")
+        except ClientFailed:
+            pass
+    for pid in processes_under(world.root):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return any(o["session_id"] in ids for o in world.open_files())
+
+
 def processes_under(root: Path) -> list[int]:
-    """The live processes whose executable or arguments lie under a world's folder (its HOME, its repository)."""
+    """The live processes whose executable or arguments name a path inside a world's folder (its HOME, its
+    repository). Inside, not beside: the worlds of `window-closed` and `window-closed-mid-answer` run at once,
+    and the first one's folder name is the start of the second's."""
+    inside = re.compile(re.escape(str(root).encode()) + rb"(/|\0|$)")
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            if str(root) in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+            if inside.search((entry / "cmdline").read_bytes()):
                 found.append(int(entry.name))
         except OSError:
             continue

@@ -29,8 +29,6 @@ The sittings run at once, each in its own world (HOME, repository, fake API port
 from __future__ import annotations
 
 import json
-import os
-import signal
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -48,14 +46,14 @@ from real_clients.interactive import (
     ask,
     compacted,
     end,
+    gone_after_the_late_end,
     observed,
-    processes_under,
     recorded,
     sitting_episode,
     start,
 )
 from real_clients.pinned import Installed
-from real_clients.world import ClientFailed, World, wait_until
+from real_clients.world import World, wait_until
 
 LEAVE = observed()  # how each client's own leave command ends an episode (`exit`)
 PARALLEL = 4
@@ -116,16 +114,7 @@ def sit_compact_and_leave(world: World, compacting: Compacting) -> Compacted:
     finally:
         terminal.cleanup()
     opened = {o["session_id"] for o in open_when_compacted}
-    if profile.late_end_seconds:
-        # Codex's end hook runs later, from its app-server daemon that outlives the terminal
-        try:
-            wait_until(lambda: not any(o["session_id"] in opened for o in world.open_files()), profile.late_end_seconds,
-                       "the late end")
-        except ClientFailed:
-            pass
-    for pid in processes_under(world.root):
-        os.kill(pid, signal.SIGKILL)  # what outlives the terminal is gone, as at a reboot
-    still_open = any(o["session_id"] in opened for o in world.open_files())
+    still_open = gone_after_the_late_end(world, opened, profile.late_end_seconds)  # Codex: its app-server
     listed = json.loads(world.check_majordomus("--json", "episodes").stdout)["episodes"]
     ids = {row["id"] for row in listed}  # the world's one sitting: every episode it has
     records = [r for r in world.records() if r["session_id"] in ids]

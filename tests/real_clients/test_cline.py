@@ -25,7 +25,7 @@ import pytest
 
 from real_clients.cline import CLINE
 from real_clients.fake_api import ANSWER, Request, Stall, Text
-from real_clients.interactive import Profile, end, observed, processes_under
+from real_clients.interactive import Profile, end, gone_after_the_late_end, observed
 from real_clients.pinned import Installed
 from real_clients.scenarios import Mcp, Sitting, mcp, sit
 from real_clients.terminal import Terminal
@@ -236,9 +236,8 @@ def sit_in_tui(world: World, ending: str, argv: list[str], prompt: str) -> TuiSi
         end(terminal, TUI, ending)
     finally:
         terminal.cleanup()
-    for pid in processes_under(world.root):  # nothing of the sitting outlives it, as after a reboot
-        os.kill(pid, signal.SIGKILL)
-    still_open = any(o["session_id"] == opened["session_id"] for o in world.open_files())
+    # nothing of the sitting outlives it, as after a reboot
+    still_open = gone_after_the_late_end(world, {str(opened["session_id"])}, 0)
     world.check_majordomus("--json", "episodes")
     records = [r for r in world.records() if r["session_id"] not in before_ids or r["session_id"] == opened[
         "session_id"]]
