@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 
 import majordomus
 from clients.samples import INSTALLABLE, SAMPLES, session_bytes
-from majordomus.clients.hook_command import local_command, parse
+from majordomus.clients.hook_command import local_command, parse, shared_command
 from majordomus.clients.providers import get_provider
 from support import MAJORDOMUS, MAJORDOMUS_HOOK, broken_install, open_files
 
@@ -224,8 +225,9 @@ def test_doctor_warns_of_hooks_an_earlier_install_wrote_and_install_replaces_the
     for groups in doc["hooks"].values():
         for group in groups:
             for handler in group["hooks"]:
-                handler["command"] = handler["command"].split("; ")[1].replace("majordomus-hook", "majordomus")
-                handler["command"] = handler["command"].replace(" 2>/dev/null", "")
+                found = parse(handler["command"])
+                assert found is not None
+                handler["command"] = shlex.join(["majordomus", *found.words])  # an install before the guard
     path.write_text(json.dumps(doc))
     [warn] = [ln for ln in doctor_lines(initialised_repo) if ln.startswith("WARN")]
     assert "runs majordomus without the fail-open guard" in warn
@@ -233,7 +235,7 @@ def test_doctor_warns_of_hooks_an_earlier_install_wrote_and_install_replaces_the
     assert not [ln for ln in doctor_lines(initialised_repo) if not ln.startswith("OK ")]
     commands = [h["command"] for gs in json.loads(path.read_text())["hooks"].values() for g in gs for h in g["hooks"]]
     # one handler a hook event the codex row wires (its session events and the prompt), each the guarded one
-    assert len(commands) == len(doc["hooks"]) and all(c.startswith("command -v majordomus-hook") for c in commands)
+    assert len(commands) == len(doc["hooks"]) and all(c == shared_command(parse(c).words) for c in commands)  # type: ignore[union-attr]
 
 
 def test_the_per_person_command_names_its_launcher_quoted(tmp_path: Path) -> None:
@@ -262,3 +264,42 @@ def test_the_per_person_command_starts_the_launchers_own_interpreter_isolated(tm
     done = subprocess.run(["sh", "-c", command.replace(" 2>/dev/null", "")], capture_output=True, text=True,
                           check=False)
     assert (done.returncode, done.stdout) == (0, "1 1 False ['capture', 'prompt', '--provider', 'x']\n"), done
+
+
+@pytest.mark.parametrize("flags", ["", " -E"])
+def test_the_shared_command_starts_the_launchers_own_interpreter_isolated(tmp_path: Path, flags: str) -> None:
+    """pip and uv write the launcher's `#!` line without the wheel's `-IS`: the shared command, which finds the
+    launcher on PATH, reads that line with the shell's builtins and starts the interpreter it names with -IS."""
+    launcher = tmp_path / "bin" / "majordomus-hook"
+    launcher.parent.mkdir()
+    launcher.write_text(f"#!{sys.executable}{flags}\nimport sys\nprint(sys.flags.isolated, sys.flags.no_site, "
+                        "'site' in sys.modules, sys.argv[1:])\n")
+    launcher.chmod(0o755)
+    command = shared_command(("capture", "prompt", "--provider", "x"))
+    done = subprocess.run(["sh", "-c", command.replace(" 2>/dev/null", "")], capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{launcher.parent}{os.pathsep}{SYSTEM_PATH}"}, check=False)
+    assert (done.returncode, done.stdout) == (0, "1 1 False ['capture', 'prompt', '--provider', 'x']\n"), done
+
+
+def test_the_shared_command_runs_a_launcher_whose_line_names_no_python_as_it_is(tmp_path: Path) -> None:
+    """pip's `#!/bin/sh` form (an interpreter path too long or with a space for a `#!` line) names no python: the
+    launcher runs by its own line, from a folder whose name has a space in it."""
+    launcher = tmp_path / "a b" / "majordomus-hook"
+    launcher.parent.mkdir()
+    launcher.write_text(f"#!/bin/sh\necho \"$@\" > '{tmp_path / 'said'}'\n")
+    launcher.chmod(0o755)
+    command = shared_command(("capture", "prompt", "--provider", "x"))
+    done = subprocess.run(["sh", "-c", command], capture_output=True, check=False,
+                          env={**os.environ, "PATH": f"{launcher.parent}{os.pathsep}{SYSTEM_PATH}"})
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert (tmp_path / "said").read_text() == "capture prompt --provider x\n"
+
+
+def test_a_shared_command_of_ours_is_told_from_a_persons_edit_of_it() -> None:
+    """Install replaces its own commands in place and leaves a person's: a word changed anywhere makes it theirs."""
+    tail = ("capture", "prompt", "--provider", "gemini")
+    command = shared_command(tail)
+    found = parse(command)
+    assert found is not None and (found.executable, found.words) == ("majordomus-hook", tail)
+    assert parse(command.replace("--provider gemini 2>/dev/null;; *)", "--provider codex 2>/dev/null;; *)")) is None
+    assert parse(command.replace("; esac; exit 0", "; esac; notify-send done; exit 0")) is None

@@ -55,7 +55,7 @@ def test_install_writes_one_executable_per_event_that_prints_no_opinion(initiali
     for script in folder.iterdir():
         assert script.stat().st_mode & 0o777 == 0o755, script
         assert script.read_bytes().startswith(b"#!/bin/sh\n")
-        assert b"majordomus-hook capture" in script.read_bytes()
+        assert b'-IS "$l" capture' in script.read_bytes()  # the launcher found on PATH, started isolated
     assert "MCP" in done.stdout  # where the client reads its MCP servers, since install cannot write it
 
 

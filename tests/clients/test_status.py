@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from clients.samples import CONNECTION, DECLARED, INSTALLABLE, UNINSTALLABLE
+from majordomus.clients.hook_command import SHARED_HEAD
 from majordomus.clients.providers import load_providers
 from support import MAJORDOMUS_HOOK
 
@@ -151,8 +152,10 @@ def test_a_configuration_naming_a_missing_executable_is_named_not_wired(initiali
     hooks = initialised_repo / ((install_row.local_config if install_row else None) or config)
     text = hooks.read_text()
     gone = "/nonexistent/majordomus-hook"
-    hooks.write_text(text.replace(str(MAJORDOMUS_HOOK), gone).replace(
-        "command -v majordomus-hook >/dev/null 2>&1 || exit 0; majordomus-hook ", f"[ -x {gone} ] || exit 0; {gone} "))
+    head = re.escape(json.dumps(SHARED_HEAD)[1:-1])  # the shared form, as the file holds it: its words, by a path
+    shared = re.compile(head + r'(.*?) 2>/dev/null;; \*\) .*?; esac; exit 0')
+    hooks.write_text(shared.sub(lambda m: f"[ -x {gone} ] || exit 0; {gone} {m[1]} 2>/dev/null; exit 0",
+                                text.replace(str(MAJORDOMUS_HOOK), gone)))
     assert hooks.read_text() != text
     row = status_rows(run_majordomus, initialised_repo)[(name, "session")]
     assert row["state"] == "named"

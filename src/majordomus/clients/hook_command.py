@@ -36,8 +36,18 @@ FLAGS = "-IS"
 
 
 def shared_command(tail: tuple[str, ...]) -> str:
-    """For a file teammates get through git: the launcher found on PATH, or nothing at all."""
-    return f"command -v {LAUNCHER} >/dev/null 2>&1 || exit 0; {LAUNCHER} {shlex.join(tail)} {QUIET}"
+    """For a file teammates get through git: the launcher found on PATH, or nothing at all.
+
+    The shell starts the interpreter the launcher's `#!` line names as `python -IS launcher` itself, as the
+    per-person form does: pip and uv write that line without the wheel's flags, so the launcher run by its own
+    `#!` line would start with `site` (about 2 ms a prompt). Only the shell's builtins read the line; a line
+    that names no python (pip's `#!/bin/sh` form for a long path) runs the launcher as it is."""
+    words = shlex.join(tail)
+    return f'{SHARED_HEAD}{words} 2>/dev/null;; *) "$l" {words} 2>/dev/null;; esac; exit 0'
+
+
+SHARED_HEAD = (f'l=$(command -v {LAUNCHER}) || exit 0; read -r p < "$l" 2>/dev/null; '
+               f'case $p in "#!/"*python*) ${{p#??}} {FLAGS} "$l" ')
 
 
 def local_command(launcher: Path, tail: tuple[str, ...]) -> str:
@@ -72,7 +82,10 @@ def parse(command: object) -> HookCommand | None:
     if not isinstance(command, str):
         return None
     text = command.strip()
-    guard = f"command -v {LAUNCHER} >/dev/null 2>&1 || exit 0; "
+    if text.startswith(SHARED_HEAD):
+        found = _words(text[len(SHARED_HEAD):].split(" 2>/dev/null;; ", 1)[0], expect=None, tail_only=True)
+        return found if found is not None and shared_command(found.words) == text else None
+    guard = f"command -v {LAUNCHER} >/dev/null 2>&1 || exit 0; "  # the shared form installs before wrote
     if text.startswith(guard) and text.endswith(f" {QUIET}"):
         return _words(text[len(guard):-len(QUIET) - 1], expect=LAUNCHER)
     if text.startswith("[ -x ") and " ] && [ -f " in text and text.endswith(f" {QUIET}"):
@@ -92,11 +105,13 @@ def parse(command: object) -> HookCommand | None:
     return _words(text, expect=None)  # what installs before fail-open wrote: `majordomus capture …` bare
 
 
-def _words(text: str, *, expect: str | None, interpreted: bool = False) -> HookCommand | None:
+def _words(text: str, *, expect: str | None, interpreted: bool = False, tail_only: bool = False) -> HookCommand | None:
     try:
         words = shlex.split(text)
     except ValueError:
         return None
+    if tail_only:  # the words after the launcher of the shared form
+        words = [LAUNCHER, *words]
     interpreter = None
     if interpreted:  # `interpreter -IS launcher …`
         if len(words) < 3 or words[1] != FLAGS:
