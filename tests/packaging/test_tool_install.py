@@ -3,7 +3,9 @@ wheel, into a scratch HOME, then used as a person would from that install alone 
 PATH, nothing of the test's virtualenv): `init`, `capture install --provider claude-code`, the wired hook commands
 run by `sh -c` exactly as Claude Code runs them, and `doctor`. An upgrade of the tool (a newer wheel installed over
 it) keeps the wired hooks working without installing them again: the commands name the tool's own virtualenv,
-whose path an upgrade keeps.
+whose path an upgrade keeps. A shared file's command (Gemini CLI's, which finds the launcher on PATH through the
+tool's bin link) starts the tool's interpreter without `site` as well: a `.pth` file in the tool's environment,
+which only `site` would run, never runs from a hook.
 """
 
 from __future__ import annotations
@@ -111,6 +113,23 @@ def sitting(repo: Path, env: dict[str, str], session: str) -> None:
         assert (done.returncode, done.stderr) == (0, b""), (event, done)
 
 
+def shared_sitting(repo: Path, env: dict[str, str], site_packages: Path, session: str) -> bool:
+    """Gemini CLI's start and end through `sh -c` with its shared command; whether `site` ran in any of them."""
+    doc = json.loads((repo / ".gemini/settings.json").read_text())
+    wired = {event: handler["command"] for event, groups in doc["hooks"].items() for group in groups
+             for handler in group["hooks"] if "majordomus-hook" in handler["command"]}
+    marker = repo.parent / "site-ran"
+    (site_packages / "zz-marker.pth").write_text(f"import pathlib; pathlib.Path({str(marker)!r}).touch()\n")
+    try:
+        for event, body in (("SessionStart", {"source": "startup"}), ("SessionEnd", {"reason": "exit"})):
+            payload = json.dumps({"session_id": session, "hook_event_name": event, "cwd": str(repo), **body}).encode()
+            done = run(["sh", "-c", wired[event]], repo, env, payload)
+            assert (done.returncode, done.stderr) == (0, b""), (event, done)
+    finally:
+        (site_packages / "zz-marker.pth").unlink()
+    return marker.exists()
+
+
 def episodes(repo: Path, env: dict[str, str]) -> list[dict[str, object]]:
     done = run(["majordomus", "episodes", "--json"], repo, env)
     assert done.returncode == 0, done.stderr
@@ -143,11 +162,16 @@ def test_a_tool_install_wires_hooks_that_record_and_survive_an_upgrade(tmp_path:
     assert hooks and all(line.startswith("OK ") for line in hooks), doctor
     assert not (repo / ".ai/local/hook-failures.log").exists()
 
+    assert run(["majordomus", "capture", "install", "--provider", "gemini"], repo, env).returncode == 0
+    [site_packages] = {p.parent for p in (tmp_path / "home").rglob("site-packages/majordomus_hook.py")}
+    assert not shared_sitting(repo, env, site_packages, "shared-1")
+    assert [e["outcome"] for e in episodes(repo, env)] == ["closed", "closed"]
+
     installer.install(build_wheel(tmp_path, "99.0.0"))  # the upgrade: hooks left as they were
     assert run(["majordomus", "--version"], repo, env).stdout.decode().strip() == "majordomus 99.0.0"
     assert commands(repo) == wired
     sitting(repo, env, "second")
-    assert [e["outcome"] for e in episodes(repo, env)] == ["closed", "closed"]
+    assert [e["outcome"] for e in episodes(repo, env)] == ["closed"] * 3
     assert len(list((repo / ".ai/local/prompts").glob("*.json"))) == 2
     assert not (repo / ".ai/local/hook-failures.log").exists()
     doctor = run(["majordomus", "doctor"], repo, env).stdout.decode()
