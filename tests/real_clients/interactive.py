@@ -13,7 +13,8 @@ The endings, by name (endings_observed.yaml holds what each client really did on
 - `ctrl-c-twice`: Ctrl-C, Ctrl-C at an empty prompt;
 - `window-closed`: after a finished answer, the tmux session killed (SIGHUP, a closed terminal);
 - `window-closed-mid-answer`: the same while the fake API holds the answer;
-- `compact`: after the answer, the client's `/compact`, once counted (the episode still open) its own leave command;
+- `compact`: after the answer, the client's `/compact` (Gemini's `/compress`), once counted where a hook says so (the
+  episode still open) its own leave command;
 - `clear`: after the answer, the client's `/clear` (a new conversation), then its own leave command.
 """
 
@@ -61,14 +62,22 @@ class Profile:
     first_screens: Callable[[Terminal], None] | None = None
     late_end_seconds: float = 0  # how long the client's end may come after its terminal is gone
     argv: list[str] = field(default_factory=list)
+    compact: str = "/compact"  # its own compaction command
+    compacted_screen: str = r"Compacted"  # what it shows once the compaction is done
+    compaction_counted: bool = True  # whether a hook says a compaction happened (Gemini: none)
 
 
+# what Gemini CLI 0.61.0's `/compress` says once done (a one-prompt conversation: "not beneficial")
+GEMINI_COMPRESSED = r"Chat history compressed from|Compression was not|[Cc]ompression failed|[Nn]othing to compress"
 PROFILES: dict[str, Profile] = {
     "claude-code": Profile("claude-code", r"auto mode on", "/exit", claude_ready,
                            argv=["claude"]),
-    "codex": Profile("codex", r"Ask Codex to do anything|› ", "/quit", argv=["codex"], late_end_seconds=90),
-    "gemini": Profile("gemini", r"Type your message", "/quit", argv=["gemini"]),
-    "copilot": Profile("copilot", r"/ commands", "/exit", argv=["copilot"]),
+    "codex": Profile("codex", r"Ask Codex to do anything|› ", "/quit", argv=["codex"], late_end_seconds=90,
+                     compacted_screen=r"Context compacted"),
+    "gemini": Profile("gemini", r"Type your message", "/quit", argv=["gemini"], compact="/compress",
+                      compacted_screen=GEMINI_COMPRESSED, compaction_counted=False),
+    "copilot": Profile("copilot", r"/ commands", "/exit", argv=["copilot"],
+                       compacted_screen=r"(?i)compact\w* complete"),
 }
 
 
@@ -147,11 +156,14 @@ def end(terminal: Terminal, profile: Profile, ending: str) -> None:
     terminal.wait_exited(60)
 
 
-def compact(world: World, terminal: Terminal) -> bool:
-    """`/compact`: wait until its hook counted it and the client says it is done; whether the episode stayed open."""
-    terminal.submit("/compact")
-    wait_until(lambda: any(o.get("compactions", 0) >= 1 for o in world.open_files()), 60, "the compaction's count")
-    terminal.wait_for_screen(r"Compacted", 60)
+def compact(world: World, terminal: Terminal, profile: Profile) -> bool:
+    """The client's compaction command (`/compact`, Gemini's `/compress`): wait until its hook counted it (where a
+    hook says so) and the client says it is done; whether the episode stayed open."""
+    terminal.submit(profile.compact)
+    if profile.compaction_counted:
+        wait_until(lambda: any(o.get("compactions", 0) >= 1 for o in world.open_files()), 60,
+                   "the compaction's count")
+    terminal.wait_for_screen(profile.compacted_screen, 60)
     return len(world.open_files()) == 1
 
 
@@ -183,7 +195,7 @@ def sit_and_end(world: World, ending: str) -> Ended:
         world.api.script = Stall()
     try:
         ask(world, terminal, prompt, mid_answer)
-        open_when_compacted = compact(world, terminal) if ending == "compact" else False
+        open_when_compacted = compact(world, terminal, profile) if ending == "compact" else False
         if ending == "clear":
             clear(world, terminal)
         end(terminal, profile, ending)
