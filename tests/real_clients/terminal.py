@@ -23,12 +23,6 @@ from real_clients.world import ClientFailed, World, group_members, wait_until
 WIDTH, HEIGHT = 160, 50
 
 
-class ClientExited(ClientFailed):
-    """The client exited before its screen showed what was waited for; `screen` is what it showed last."""
-
-    def __init__(self, message: str, screen: str) -> None:
-        super().__init__(message)
-        self.screen = screen
 # the pane stays after the client exits, so its last screen can still be read; nothing of a person's tmux.conf
 CONFIG = ("set -g remain-on-exit on\nset -g history-limit 5000\nset -g default-terminal xterm-256color\n"
           "set -g focus-events on\n")
@@ -129,8 +123,8 @@ class Terminal:
                     return found
                 status = self.tmux("display-message", "-p", "-t", "client", "#{pane_dead_status}",
                                    check=False).strip() or "unknown"
-                raise ClientExited(f"{self.argv[0]} exited (status {status}) before showing {pattern!r}; "
-                                   f"its screen:\n{last}", last)
+                raise ClientFailed(f"{self.argv[0]} exited (status {status}) before showing {pattern!r}; "
+                                   f"its screen:\n{last}")
             time.sleep(0.1)
         raise ClientFailed(f"{Path(self.argv[0]).name} did not show {pattern!r} within {seconds:.0f} s; "
                            f"its screen:\n{last}")

@@ -35,6 +35,10 @@ class HookCommand:
 FLAGS = "-IS"
 
 
+SHARED_HEAD = (f'l=$(command -v {LAUNCHER}) || exit 0; read -r p < "$l" 2>/dev/null; '
+               f'case $p in "#!/"*python*) ${{p#??}} {FLAGS} "$l" ')
+
+
 def shared_command(tail: tuple[str, ...]) -> str:
     """For a file teammates get through git: the launcher found on PATH, or nothing at all.
 
@@ -44,10 +48,6 @@ def shared_command(tail: tuple[str, ...]) -> str:
     that names no python (pip's `#!/bin/sh` form for a long path) runs the launcher as it is."""
     words = shlex.join(tail)
     return f'{SHARED_HEAD}{words} 2>/dev/null;; *) "$l" {words} 2>/dev/null;; esac; exit 0'
-
-
-SHARED_HEAD = (f'l=$(command -v {LAUNCHER}) || exit 0; read -r p < "$l" 2>/dev/null; '
-               f'case $p in "#!/"*python*) ${{p#??}} {FLAGS} "$l" ')
 
 
 def local_command(launcher: Path, tail: tuple[str, ...]) -> str:
@@ -82,9 +82,12 @@ def parse(command: object) -> HookCommand | None:
     if not isinstance(command, str):
         return None
     text = command.strip()
-    if text.startswith(SHARED_HEAD):
-        found = _words(text[len(SHARED_HEAD):].split(" 2>/dev/null;; ", 1)[0], expect=None, tail_only=True)
-        return found if found is not None and shared_command(found.words) == text else None
+    if text.startswith(SHARED_HEAD):  # ours only as written, word for word
+        try:
+            tail = tuple(shlex.split(text[len(SHARED_HEAD):].split(" 2>/dev/null;; ", 1)[0]))
+        except ValueError:
+            return None
+        return HookCommand(LAUNCHER, tail) if shared_command(tail) == text else None
     guard = f"command -v {LAUNCHER} >/dev/null 2>&1 || exit 0; "  # the shared form installs before wrote
     if text.startswith(guard) and text.endswith(f" {QUIET}"):
         return _words(text[len(guard):-len(QUIET) - 1], expect=LAUNCHER)
@@ -105,13 +108,11 @@ def parse(command: object) -> HookCommand | None:
     return _words(text, expect=None)  # what installs before fail-open wrote: `majordomus capture …` bare
 
 
-def _words(text: str, *, expect: str | None, interpreted: bool = False, tail_only: bool = False) -> HookCommand | None:
+def _words(text: str, *, expect: str | None, interpreted: bool = False) -> HookCommand | None:
     try:
         words = shlex.split(text)
     except ValueError:
         return None
-    if tail_only:  # the words after the launcher of the shared form
-        words = [LAUNCHER, *words]
     interpreter = None
     if interpreted:  # `interpreter -IS launcher …`
         if len(words) < 3 or words[1] != FLAGS:
