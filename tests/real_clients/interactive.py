@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from real_clients.fake_api import ANSWER, Stall, Text
+from real_clients.fake_api import ANSWER, Stall, Text, last_user_texts
 from real_clients.terminal import Terminal
 from real_clients.world import ClientFailed, World, wait_until
 
@@ -129,9 +129,18 @@ def ask(world: World, terminal: Terminal, prompt: str, mid_answer: bool) -> None
     if mid_answer:
         wait_until(world.api.stalled.is_set, 60, "the model request")
         return
+    # this prompt's own turn: the screen and the open file may still show the turn before it (a second prompt),
+    # so its end counts only once the model was asked it, the prompt hook (which the client awaits) having made
+    # the turn `running` by then
+    wait_until(lambda: asked(world, prompt), 60, "the model request holding the prompt")
     terminal.wait_for_screen(re.escape(ANSWER[:20]), 60)
     wait_until(lambda: any(o.get("last_turn") == "completed" for o in world.open_files()), 60,
                "the end-of-turn hook's record")
+
+
+def asked(world: World, prompt: str) -> bool:
+    """Whether the client sent the model a request whose last message from the person's side holds the prompt."""
+    return any(prompt in " ".join(last_user_texts(r.api, r.body)) for r in world.api.model_requests())
 
 
 def end(terminal: Terminal, profile: Profile, ending: str) -> None:
