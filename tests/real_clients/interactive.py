@@ -15,7 +15,9 @@ The endings, by name (endings_observed.yaml holds what each client really did on
 - `window-closed-mid-answer`: the same while the fake API holds the answer;
 - `compact`: after the answer, the client's `/compact` (Gemini's `/compress`), once counted where a hook says so (the
   episode still open) its own leave command;
-- `clear`: after the answer, the client's `/clear` (a new conversation), then its own leave command.
+- `clear`: after the answer, the client's `/clear` (a new conversation), then its own leave command;
+- `resume`: after the answer, its own leave command; then, once that end came, its resume command
+  (`Profile.resume`), a second prompt answered, and its leave command again.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ from real_clients.world import ClientFailed, World, wait_until
 
 OBSERVED = Path(__file__).with_name("endings_observed.yaml")
 AGAIN = r"(?i)again to (exit|quit)"
-ENDINGS = ("exit", "ctrl-d", "ctrl-c-twice", "window-closed", "window-closed-mid-answer", "compact", "clear")
+ENDINGS = ("exit", "ctrl-d", "ctrl-c-twice", "window-closed", "window-closed-mid-answer", "compact", "clear",
+           "resume")
+RESUMED_MARK = "(resumed)"
 LEDGER = ".ai/local/state/ledger.jsonl"
 
 
@@ -65,19 +69,25 @@ class Profile:
     compact: str = "/compact"  # its own compaction command
     compacted_screen: str = r"Compacted"  # what it shows once the compaction is done
     compaction_counted: bool = True  # whether a hook says a compaction happened (Gemini: none)
+    clear_ends: bool = True  # whether `/clear` ends the conversation's episode (an end hook)
+    clear_opens: bool = True  # whether `/clear` opens the next conversation's episode at once (a start hook)
+    resume: list[str] = field(default_factory=list)  # its command line for taking up the last conversation
 
 
 # what Gemini CLI 0.61.0's `/compress` says once done (a one-prompt conversation: "not beneficial")
 GEMINI_COMPRESSED = r"Chat history compressed from|Compression was not|[Cc]ompression failed|[Nn]othing to compress"
 PROFILES: dict[str, Profile] = {
     "claude-code": Profile("claude-code", r"auto mode on", "/exit", claude_ready,
-                           argv=["claude"]),
+                           argv=["claude"], resume=["claude", "--continue"]),
     "codex": Profile("codex", r"Ask Codex to do anything|› ", "/quit", argv=["codex"], late_end_seconds=90,
-                     compacted_screen=r"Context compacted"),
+                     compacted_screen=r"Context compacted", clear_ends=False, clear_opens=False,
+                     resume=["codex", "resume", "--last"]),
     "gemini": Profile("gemini", r"Type your message", "/quit", argv=["gemini"], compact="/compress",
-                      compacted_screen=GEMINI_COMPRESSED, compaction_counted=False),
+                      compacted_screen=GEMINI_COMPRESSED, compaction_counted=False,
+                      resume=["gemini", "--resume", "latest"]),
     "copilot": Profile("copilot", r"/ commands", "/exit", argv=["copilot"],
-                       compacted_screen=r"(?i)compact\w* complete"),
+                       compacted_screen=r"(?i)compact\w* complete", clear_opens=False,
+                       resume=["copilot", "--continue"]),
 }
 
 
@@ -98,11 +108,12 @@ class Ended:
     open_when_compacted: bool = False  # the episode was still open once its compaction was counted
 
 
-def start(world: World, profile: Profile) -> Terminal:
-    """The client in a terminal, at its empty prompt; a client that exits first is a failure, its screen in it."""
-    terminal = Terminal(world, profile.argv, profile.provider)
+def start(world: World, profile: Profile, resumed: bool = False) -> Terminal:
+    """The client in a terminal, at its empty prompt; a client that exits first is a failure, its screen in it.
+    `resumed`: its resume command line, in a HOME where it ran before (its first screens are behind it)."""
+    terminal = Terminal(world, profile.resume if resumed else profile.argv, profile.provider)
     try:
-        if profile.first_screens is not None:
+        if profile.first_screens is not None and not resumed:
             profile.first_screens(terminal)
         terminal.wait_for_screen(profile.ready_screen, 90)
     except BaseException:
@@ -147,7 +158,7 @@ def end(terminal: Terminal, profile: Profile, ending: str) -> None:
     if ending in ("window-closed", "window-closed-mid-answer"):
         terminal.close_window()
         return
-    if ending in ("exit", "compact", "clear"):
+    if ending in ("exit", "compact", "clear", "resume"):
         terminal.submit(profile.quit)
     elif ending in ("ctrl-d", "ctrl-c-twice"):
         key = "C-d" if ending == "ctrl-d" else "C-c"
@@ -176,12 +187,29 @@ def compact(world: World, terminal: Terminal, profile: Profile) -> bool:
     return len(world.open_files()) == 1
 
 
-def clear(world: World, terminal: Terminal) -> None:
-    """`/clear`: wait until the client's own events ended the conversation's episode and opened the next."""
+def clear(world: World, terminal: Terminal, profile: Profile, prompt: str) -> None:
+    """`/clear`: wait until the client cleared its conversation, and its own events ended that conversation's
+    episode and opened the next where it sends them (Copilot opens the next on its first prompt, Codex sends
+    nothing); with none, until the screen no longer shows the prompt."""
     before = {o["session_id"] for o in world.open_files()}
+
+    def cleared() -> bool:
+        if profile.clear_ends or profile.clear_opens:
+            return ((not profile.clear_ends or bool(world.records()))
+                    and (not profile.clear_opens or any(o["session_id"] not in before for o in world.open_files())))
+        return prompt[:30] not in terminal.screen()
+
     terminal.submit("/clear")
-    wait_until(lambda: bool(world.records()) and any(o["session_id"] not in before for o in world.open_files()),
-               60, "the cleared conversation's end and the next one's start")
+    # Gemini and Codex take the first Enter as the choice of `/clear` in their command list, now and then: Enter
+    # again while the command still stands typed and nothing was cleared
+    for _ in range(4):
+        try:
+            wait_until(cleared, 8, "the cleared conversation")
+            return
+        except ClientFailed:
+            if "/clear" in terminal.screen():
+                terminal.enter()
+    wait_until(cleared, 30, "the cleared conversation's end, and the next one's start where the client opens it")
 
 
 def compacted(world: World, ids: set[str]) -> list[dict[str, Any]]:
@@ -206,10 +234,12 @@ def sit_and_end(world: World, ending: str) -> Ended:
         ask(world, terminal, prompt, mid_answer)
         open_when_compacted = compact(world, terminal, profile) if ending == "compact" else False
         if ending == "clear":
-            clear(world, terminal)
+            clear(world, terminal, profile, prompt)
         end(terminal, profile, ending)
     finally:
         terminal.cleanup()
+    if ending == "resume":
+        sit_again(world, profile, before)
     ids = {e.session_id for e in world.episodes()} - before
     still_open = gone_after_the_late_end(world, ids, profile.late_end_seconds)
     listed = json.loads(world.check_majordomus("--json", "episodes").stdout)["episodes"]
@@ -218,6 +248,26 @@ def sit_and_end(world: World, ending: str) -> Ended:
     doctor = world.doctor()
     return Ended(world, ending, prompt, rows, records, world.prompts(), still_open, doctor,
                  time.monotonic() - started, compacted(world, ids), open_when_compacted)
+
+
+RESUMED_PROMPT = f"Now say it once more, briefly. {RESUMED_MARK}"
+
+
+def sit_again(world: World, profile: Profile, before: set[str]) -> None:
+    """The second sitting of `resume`: once the first one's end came (Codex's comes late, from its daemon), the
+    client's resume command, a second prompt answered, then its leave command."""
+    first = {e.session_id for e in world.episodes()} - before
+    try:
+        wait_until(lambda: not any(o["session_id"] in first for o in world.open_files()),
+                   max(profile.late_end_seconds, 15), "the first sitting's end")
+    except ClientFailed:
+        pass  # a client that sends no end: the record says what followed
+    terminal = start(world, profile, resumed=True)
+    try:
+        ask(world, terminal, RESUMED_PROMPT, mid_answer=False)
+        end(terminal, profile, "exit")
+    finally:
+        terminal.cleanup()
 
 
 def gone_after_the_late_end(world: World, ids: set[str], late_end_seconds: float) -> bool:
@@ -256,8 +306,8 @@ def processes_under(root: Path) -> list[int]:
 
 
 def sitting_episode(ended: Ended) -> dict[str, Any]:
-    """The record of the episode the sitting's prompt (its one prompt, stored redacted) was linked to."""
-    linked = {p.get("episode") for p in ended.prompts}
+    """The record of the episode the sitting's first prompt (stored redacted) was linked to."""
+    linked = {p.get("episode") for p in ended.prompts if str(p.get("text", "")).startswith(ended.prompt[:29])}
     found = [r for r in ended.records if r["session_id"] in linked]
     if len(found) != 1:
         raise ClientFailed(f"{ended.world.driver.provider} {ended.ending}: the prompt's episode is not one record "

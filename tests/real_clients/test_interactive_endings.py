@@ -1,6 +1,7 @@
 """Each real client in a terminal (tmux), a prompt typed and answered, then the sitting ended as a person ends
 it: the client's own leave command, Ctrl-D, Ctrl-C twice, the window closed after the answer or in the middle
-of it; or the conversation compacted (`/compact`) or cleared (`/clear`) before leaving. What the client sent
+of it; or the conversation compacted (`/compact`) or cleared (`/clear`) before leaving, or left and then
+taken up again with the client's resume command for a second prompt. What the client sent
 and what majordomus recorded must be what endings_observed.yaml (and the table in docs/clients.md, which
 tests/clients/test_endings_table.py holds to it) says; where a client sends no end at
 all, the next majordomus command finds its process gone and records it `interrupted`, never `closed`.
@@ -18,7 +19,16 @@ from typing import Any
 import pytest
 
 from real_clients.drivers import DRIVERS
-from real_clients.interactive import Ended, observed, recorded, recorded_after, sit_and_end, sitting_episode
+from real_clients.fake_api import last_user_texts, strings
+from real_clients.interactive import (
+    RESUMED_MARK,
+    Ended,
+    observed,
+    recorded,
+    recorded_after,
+    sit_and_end,
+    sitting_episode,
+)
 from real_clients.pinned import Installed
 from real_clients.world import World
 
@@ -83,9 +93,26 @@ def test_an_ending_without_an_end_event_is_never_closed(sittings: dict[tuple[str
 @pytest.mark.parametrize(("client", "ending"), ids(CELLS))
 def test_an_ended_sitting_keeps_its_prompt_linked_open(sittings: dict[tuple[str, str], Future[Ended]],
                                                        client: str, ending: str) -> None:
+    """Its one prompt; resumed, the second sitting's prompt too, linked open to the episode it was typed in."""
     ended = sittings[client, ending].result()
     episode = sitting_episode(ended)["session_id"]
-    assert [(p["episode"], p["episode_link"]) for p in ended.prompts] == [(episode, "open")]
+    expected = [(episode, "open")]
+    if ending == "resume":
+        later = [r["session_id"] for r in ended.records if r["session_id"] != episode]
+        expected.append((later[0] if later else episode, "open"))
+    assert [(p["episode"], p["episode_link"]) for p in ended.prompts] == expected
+
+
+@pytest.mark.parametrize(("client", "ending"), ids([cell for cell in CELLS if cell[1] == "resume"]))
+def test_a_resumed_sitting_takes_up_the_first_sittings_conversation(
+        sittings: dict[tuple[str, str], Future[Ended]], client: str, ending: str) -> None:
+    """The resume command carried the first sitting's conversation to the model, under the same provider
+    session, and the second sitting's episode is another one."""
+    ended = sittings[client, ending].result()
+    resumed = [r for r in ended.world.api.model_requests() if RESUMED_MARK in " ".join(last_user_texts(r.api, r.body))]
+    assert resumed and all(any(ended.prompt in text for text in strings(r.body)) for r in resumed)
+    assert len({p["session"] for p in ended.prompts}) == 1, ended.prompts
+    assert len({p["episode"] for p in ended.prompts}) == 2, ended.prompts
 
 
 @pytest.mark.parametrize(("client", "ending"), ids(CELLS))
