@@ -71,6 +71,7 @@ class Profile:
     compaction_counted: bool = True  # whether a hook says a compaction happened (Gemini: none)
     clear_ends: bool = True  # whether `/clear` ends the conversation's episode (an end hook)
     clear_opens: bool = True  # whether `/clear` opens the next conversation's episode at once (a start hook)
+    clear_redraws: bool = False  # whether `/clear` is done only once the screen no longer shows the conversation
     resume: list[str] = field(default_factory=list)  # its command line for taking up the last conversation
 
 
@@ -81,9 +82,10 @@ PROFILES: dict[str, Profile] = {
                            argv=["claude"], resume=["claude", "--continue"]),
     "codex": Profile("codex", r"Ask Codex to do anything|› ", "/quit", argv=["codex"], late_end_seconds=90,
                      compacted_screen=r"Context compacted", clear_ends=False, clear_opens=False,
+                     clear_redraws=True,
                      resume=["codex", "resume", "--last"]),
     "gemini": Profile("gemini", r"Type your message", "/quit", argv=["gemini"], compact="/compress",
-                      compacted_screen=GEMINI_COMPRESSED, compaction_counted=False,
+                      compacted_screen=GEMINI_COMPRESSED, compaction_counted=False, clear_redraws=True,
                       resume=["gemini", "--resume", "latest"]),
     "copilot": Profile("copilot", r"/ commands", "/exit", argv=["copilot"],
                        compacted_screen=r"(?i)compact\w* complete", clear_opens=False,
@@ -159,7 +161,7 @@ def end(terminal: Terminal, profile: Profile, ending: str) -> None:
         terminal.close_window()
         return
     if ending in ("exit", "compact", "clear", "resume"):
-        terminal.submit(profile.quit)
+        terminal.run_command(profile.quit, lambda: not terminal.running(), 60, f"{profile.provider}'s exit")
     elif ending in ("ctrl-d", "ctrl-c-twice"):
         key = "C-d" if ending == "ctrl-d" else "C-c"
         # the clients ask to confirm ("ctrl+c again to exit"): the second press once that shows; a press the
@@ -190,26 +192,17 @@ def compact(world: World, terminal: Terminal, profile: Profile) -> bool:
 def clear(world: World, terminal: Terminal, profile: Profile, prompt: str) -> None:
     """`/clear`: wait until the client cleared its conversation, and its own events ended that conversation's
     episode and opened the next where it sends them (Copilot opens the next on its first prompt, Codex sends
-    nothing); with none, until the screen no longer shows the prompt."""
+    nothing), and where it redraws, until the screen no longer shows the prompt (Gemini CLI drops keys typed
+    before that)."""
     before = {o["session_id"] for o in world.open_files()}
 
     def cleared() -> bool:
-        if profile.clear_ends or profile.clear_opens:
-            return ((not profile.clear_ends or bool(world.records()))
-                    and (not profile.clear_opens or any(o["session_id"] not in before for o in world.open_files())))
-        return prompt[:30] not in terminal.screen()
+        return ((not profile.clear_ends or bool(world.records()))
+                and (not profile.clear_opens or any(o["session_id"] not in before for o in world.open_files()))
+                and (not profile.clear_redraws or prompt[:30] not in terminal.screen()))
 
-    terminal.submit("/clear")
-    # Gemini and Codex take the first Enter as the choice of `/clear` in their command list, now and then: Enter
-    # again while the command still stands typed and nothing was cleared
-    for _ in range(4):
-        try:
-            wait_until(cleared, 8, "the cleared conversation")
-            return
-        except ClientFailed:
-            if "/clear" in terminal.screen():
-                terminal.enter()
-    wait_until(cleared, 30, "the cleared conversation's end, and the next one's start where the client opens it")
+    terminal.run_command("/clear", cleared, 60,
+                         "the cleared conversation's end, and the next one's start where the client opens it")
 
 
 def compacted(world: World, ids: set[str]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ import secrets
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from real_clients.world import ClientFailed, World, group_members, wait_until
@@ -66,10 +67,35 @@ class Terminal:
         self.keys("Enter")
 
     def submit(self, text: str, echo: str | None = None, seconds: float = 30) -> None:
-        """Type a line, wait until the client shows it (or `echo`), then press Enter on its own."""
+        """Type a line, wait until the client shows it (or `echo`), then press Enter on its own. Keys a client
+        dropped while it redrew (Gemini CLI just after `/clear`) show nothing at all: typed again, once."""
+        shown = re.escape(echo if echo is not None else text[:30])
         self.type(text)
-        self.wait_for_screen(re.escape(echo if echo is not None else text[:30]), seconds)
+        try:
+            self.wait_for_screen(shown, min(10, seconds))
+        except ClientFailed:
+            if text[:5] in self.screen():
+                raise  # typed and shown otherwise than expected: typing it again would double it
+            self.type(text)
+            self.wait_for_screen(shown, seconds)
         self.enter()
+
+    def run_command(self, text: str, done: Callable[[], bool], seconds: float, what: str) -> None:
+        """Submit a slash command until it took: Gemini CLI and Codex now and then take the Enter as the choice of
+        the command in their list and leave it typed, where a person presses Enter again."""
+        self.submit(text)
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                wait_until(done, max(0.1, min(6, left)), what)
+                return
+            except ClientFailed:
+                if left <= 6:
+                    raise ClientFailed(f"{what} did not happen within {seconds:.0f} s of {text}; the screen:\n"
+                                       f"{self.screen()}") from None
+                if self.running() and text in self.screen():
+                    self.enter()
 
     def press_until(self, key: str, pattern: str, seconds: float = 30) -> None:
         """Press `key` until the screen shows `pattern`: a client that is still starting drops the first keys."""
