@@ -23,9 +23,7 @@ The endings, by name (endings_observed.yaml holds what each client really did on
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -273,29 +271,8 @@ def gone_after_the_late_end(world: World, ids: set[str], late_end_seconds: float
                        "the late end")
         except ClientFailed:
             pass
-    for pid in processes_under(world.root):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    world.kill_what_lives()
     return any(o["session_id"] in ids for o in world.open_files())
-
-
-def processes_under(root: Path) -> list[int]:
-    """The live processes whose executable or arguments name a path inside a world's folder (its HOME, its
-    repository). Inside, not beside: the worlds of `window-closed` and `window-closed-mid-answer` run at once,
-    and the first one's folder name is the start of the second's."""
-    inside = re.compile(re.escape(str(root).encode()) + rb"(/|\0|$)")
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if inside.search((entry / "cmdline").read_bytes()):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def sitting_episode(ended: Ended) -> dict[str, Any]:

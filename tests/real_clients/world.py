@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import signal
 import string
@@ -314,10 +315,36 @@ class World:
                 lines.append(line)
             path.write_text("".join(lines))
 
+    def kill_what_lives(self) -> None:
+        """SIGKILL whatever of this world still lives (a daemon a client left: Codex's app-server, Cline's hub)."""
+        for pid in processes_under(self.root):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
     def close(self) -> None:
+        self.kill_what_lives()
         self.api.stop()
 
 
 def model_texts(requests: list[Request]) -> list[str]:
     return [s for r in requests if r.api in ("anthropic", "responses", "chat", "gemini", "gemini-stream")
             for s in strings(r.body)]
+
+
+def processes_under(root: Path) -> list[int]:
+    """The live processes whose executable or arguments name a path inside a world's folder (its HOME, its
+    repository). Inside, not beside: the worlds of `window-closed` and `window-closed-mid-answer` run at once,
+    and the first one's folder name is the start of the second's."""
+    inside = re.compile(re.escape(str(root).encode()) + rb"(/|\0|$)")
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if inside.search((entry / "cmdline").read_bytes()):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
