@@ -129,7 +129,11 @@ class Codex(Driver):
         `[hooks.state."<key>"] trusted_hash` entry in CODEX_HOME/config.toml. Returns the keys trusted.
         (The alternative, `--dangerously-bypass-hook-trust`, would skip the very check a person meets.)
         """
-        hooks = app_server_hooks(executable, repo, env, timeout)
+        try:
+            hooks = app_server_hooks(executable, repo, env, timeout)
+        except TimeoutError:
+            # under load, one `codex app-server` of a CI run never answered hooks/list; a person opens Codex again
+            hooks = app_server_hooks(executable, repo, env, timeout)
         if not hooks:
             raise RuntimeError(f"codex app-server lists no hook for {repo}: nothing to review")
         config = Path(env["CODEX_HOME"]) / "config.toml"
@@ -167,7 +171,7 @@ def app_server_hooks(executable: str, repo: Path, env: dict[str, str], timeout: 
                 if "error" in message:
                     raise RuntimeError(f"codex app-server refused request {request_id}: {message['error']}")
                 return dict(message["result"])
-        raise RuntimeError(f"codex app-server gave no answer to request {request_id} within {timeout:.0f} s")
+        raise TimeoutError(f"codex app-server gave no answer to request {request_id} within {timeout:.0f} s")
 
     try:
         send({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "majordomus-tests", "version": "1"}}})
