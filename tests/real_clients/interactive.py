@@ -247,12 +247,8 @@ RESUMED_PROMPT = f"Now say it once more, briefly. {RESUMED_MARK}"
 def sit_again(world: World, profile: Profile, before: set[str]) -> None:
     """The second sitting of `resume`: once the first one's end came (Codex's comes late, from its daemon), the
     client's resume command, a second prompt answered, then its leave command."""
-    first = {e.session_id for e in world.episodes()} - before
-    try:
-        wait_until(lambda: not any(o["session_id"] in first for o in world.open_files()),
-                   max(profile.late_end_seconds, 15), "the first sitting's end")
-    except ClientFailed:
-        pass  # a client that sends no end: the record says what followed
+    # a client that sends no end goes on all the same: the record says what followed
+    closed_within(world, {e.session_id for e in world.episodes()} - before, max(profile.late_end_seconds, 15))
     terminal = start(world, profile, resumed=True)
     try:
         ask(world, terminal, RESUMED_PROMPT, mid_answer=False)
@@ -261,16 +257,21 @@ def sit_again(world: World, profile: Profile, before: set[str]) -> None:
         terminal.cleanup()
 
 
+def closed_within(world: World, ids: set[str], seconds: float) -> bool:
+    """Wait up to `seconds` for none of `ids` to be open any more; whether that came."""
+    try:
+        wait_until(lambda: not any(o["session_id"] in ids for o in world.open_files()), seconds, "the episodes' end")
+    except ClientFailed:
+        return False
+    return True
+
+
 def gone_after_the_late_end(world: World, ids: set[str], late_end_seconds: float) -> bool:
     """Wait up to `late_end_seconds` for an end hook that runs after the terminal is gone (Codex's app-server
     daemon), then SIGKILL whatever of the world still lives, as at a reboot (that daemon holding a turn the fake
     API never answers): the episode's client is gone. Whether one of `ids` was still open then."""
     if late_end_seconds:
-        try:
-            wait_until(lambda: not any(o["session_id"] in ids for o in world.open_files()), late_end_seconds,
-                       "the late end")
-        except ClientFailed:
-            pass
+        closed_within(world, ids, late_end_seconds)
     world.kill_what_lives()
     return any(o["session_id"] in ids for o in world.open_files())
 
