@@ -30,7 +30,54 @@ if TYPE_CHECKING:
     import re
     from typing import Any, Callable, Iterator
 
-# `re` is imported only when a text needs a rule (one of its hints is in the text): ~5 ms of every hook
+    from majordomus.layout import Layout
+
+# `re` is imported only when a text needs a rule (one of its hints is in the text): ~5 ms of every hook; and not
+# even then where the worktree keeps the table's compiled patterns (majordomus.kept_patterns)
+
+_compiled: dict[str, re.Pattern[str]] = {}
+_keeper: Layout | None = None  # the worktree whose kept patterns this process uses (keep_compiled_in)
+_missed = False  # a pattern was compiled by `re` while a worktree keeps them: its file is worth writing
+
+
+def keep_compiled_in(layout: Layout) -> None:
+    """Compile the table's patterns from the code this worktree keeps (majordomus.kept_patterns)."""
+    global _keeper
+    _keeper = layout
+
+
+def take_missed() -> bool:
+    """Whether a pattern was compiled by `re` although a worktree keeps them, since this was last asked."""
+    global _missed
+    missed, _missed = _missed, False
+    return missed
+
+
+def compiled(source: str) -> re.Pattern[str]:
+    """A pattern of the table, compiled once per process: from the code the worktree keeps, else by `re`."""
+    global _missed
+    found = _compiled.get(source)
+    if found is None:
+        if _keeper is not None:
+            from majordomus import kept_patterns
+
+            found = kept_patterns.compiled(_keeper, source)
+            _missed = _missed or found is None
+        if found is None:
+            import re
+
+            found = re.compile(source)
+        _compiled[source] = found
+    return found
+
+
+def table_sources() -> list[str]:
+    """Every pattern the table's rules compile on the hook path: what a worktree keeps compiled."""
+    sources = [_NAME_TAIL]
+    for rule in load_rules():
+        sources.append(rule.source)
+        sources.extend(rule.locate)
+    return sources
 
 # A span with fewer distinct characters than this (`AKIAXXXXXXXXXXXXXXXX`, `ghp_xxxx…`) or whose
 # tail is a run of one or two characters (`sk-proj-xxxx…`, `Bearer XXXX-XXXX…`) is a placeholder or
@@ -76,9 +123,7 @@ class Rule:
 
     @property
     def pattern(self) -> re.Pattern[str]:
-        import re
-
-        return re.compile(self.source)  # `re` caches compiled patterns per process
+        return compiled(self.source)
 
     def may_match(self, text: str, lowered: str, known: dict[str, bool] | None = None) -> bool:
         """False when the text contains none of the hints (every match contains one). `known` says of some
@@ -156,11 +201,9 @@ def _hint_located(locate: tuple[str, ...], lowered: str) -> list[int]:
     """The starts of a hint-anchored rule's locator matches: each starts with a hint's literal, so `re` skips to
     it, and its look-ahead rejects in C what the rule would reject in a Python loop over every hint (prose full
     of "Bearer authentication" costs one scan, not a pattern tried at each of its 3,400 hints a MB)."""
-    import re
-
     starts: set[int] = set()
     for source in locate:
-        starts.update(found.start() for found in re.finditer(source, lowered))
+        starts.update(found.start() for found in compiled(source).finditer(lowered))
     return sorted(starts)
 
 
@@ -168,12 +211,10 @@ def _located(locate: tuple[str, ...], text: str, lowered: str, cache: dict[tuple
     """The starts of the names the locators find. `cache` holds them per call of redact(): the two assignment
     rules share their locators, so the text is scanned for the credential words once."""
     if locate not in cache:
-        import re
-
-        name_tail = re.compile(_NAME_TAIL)
+        name_tail = compiled(_NAME_TAIL)
         starts: set[int] = set()
         for source in locate:
-            for found in re.finditer(source, lowered):
+            for found in compiled(source).finditer(lowered):
                 name = name_tail.search(text, max(0, found.end() - 65), found.end())
                 if name is not None:
                     starts.add(name.start())

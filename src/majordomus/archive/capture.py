@@ -119,6 +119,17 @@ def log(layout: Layout, provider: str, message: str) -> None:
         pass  # the hook must not fail for want of a log
 
 
+def keep_compiled(layout: Layout) -> None:
+    """Write the worktree's kept patterns for this interpreter; a file that cannot be written costs only time."""
+    from majordomus import kept_patterns
+    from majordomus.redact import table_sources
+
+    try:
+        kept_patterns.save(layout, table_sources())
+    except (OSError, MajordomusError):
+        pass
+
+
 def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = False) -> CaptureReport:
     """Archive one prompt. Raises for admission (12) and when nothing can be written (13); otherwise exit 0."""
     provider = get_provider(provider_name)
@@ -157,6 +168,9 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
                                 f"capture prompt: would archive a prompt for {provider_name} "
                                 "(orphan: no provider session)")
 
+    from majordomus.redact import keep_compiled_in, take_missed
+
+    keep_compiled_in(layout)  # the table's patterns compiled by an earlier capture: no `re` to import
     text, fired = redact(text)  # before the slug, the record, the renderings or any log line exist
     prompt_id = first_scalar(data, row.id_keys)
     provider_session = first_scalar(data, row.session_keys)
@@ -210,6 +224,8 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
             store.touch_activity(layout, provider_session)
         except (OSError, MajordomusError):
             log(layout, provider_name, "the episode's last_activity_at could not be refreshed")
+    if take_missed():  # after the record: the first credential in a worktree pays for the next ones
+        keep_compiled(layout)
     how = f"episode {opened.session_id}, open" if opened else "orphan: no episode open for its provider session"
     if raced:
         how += "; its start was still running when the prompt arrived"
