@@ -135,9 +135,41 @@ def run_bounded(argv: list[str], timeout: float, limit: int = 4 * 1024 * 1024) -
     Spawned with posix_spawn and read with select: the `subprocess` module would cost every hook
     ~6 ms of imports (locale, signal, threading, selectors). It runs with GIT_OPTIONAL_LOCKS=0 (every
     program run here is a read-only git). A child past its deadline gets SIGTERM, on which git removes any
-    lock file it holds, and SIGKILL only if it is still there STOP_GRACE seconds later.
+    lock file it holds, and SIGKILL only if it is still there STOP_GRACE seconds later. A program `start_early`
+    started with the same argv is not started again: its answer is collected.
     """
-    import select
+    running = _EARLY.pop(tuple(argv), None) or _spawn(argv)
+    if running is None:
+        return None, b""
+    return _collect(running, timeout, limit)
+
+
+# Programs a hook started before it imported what it needs them for, by argv: they run on another core meanwhile.
+_EARLY: dict[tuple[str, ...], tuple[int, int]] = {}
+
+
+def start_early(argv: list[str]) -> None:
+    """Start a read-only program whose answer `run_bounded` will be asked for with the same argv: a hook's
+    `git status` (2-3 ms) then runs while the hook imports and reads the rest. `drop_early` stops what no one
+    asked for."""
+    key = tuple(argv)
+    if key not in _EARLY:
+        running = _spawn(argv)
+        if running is not None:
+            _EARLY[key] = running
+
+
+def drop_early() -> None:
+    """Stop and reap every program `start_early` started that no one asked for (an episode already open)."""
+    while _EARLY:
+        _, (pid, read_fd) = _EARLY.popitem()
+        os.close(read_fd)  # a git still writing gets EPIPE; one that is done waits to be reaped
+        if _stop(pid) is None:
+            os.waitpid(pid, 0)
+
+
+def _spawn(argv: list[str]) -> tuple[int, int] | None:
+    """(pid, the read end of its stdout), or None when it cannot start."""
     read_fd, write_fd = os.pipe()
     actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0), (os.POSIX_SPAWN_DUP2, write_fd, 1),
                (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0), (os.POSIX_SPAWN_CLOSE, read_fd),
@@ -147,8 +179,15 @@ def run_bounded(argv: list[str], timeout: float, limit: int = 4 * 1024 * 1024) -
     except OSError:
         os.close(read_fd)
         os.close(write_fd)
-        return None, b""
+        return None
     os.close(write_fd)
+    return pid, read_fd
+
+
+def _collect(running: tuple[int, int], timeout: float, limit: int) -> tuple[int | None, bytes]:
+    import select
+
+    pid, read_fd = running
     chunks: list[bytes] = []
     size = 0
     deadline = time.monotonic() + timeout
@@ -466,9 +505,13 @@ def tree_state(root: str | Path, *, with_status: bool = True, deadline: float | 
     return TreeState(branch=branch, head=head, working_tree=working)
 
 
+# What a start asks git of the working tree, and what a close lists: tracked changes, the layer's own files apart.
+START_STATUS = ("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude).ai")
+CHANGED_FILES = ("status", "--porcelain", "--", ".", ":(exclude).ai")
+
+
 def _working(root: str | Path, deadline: float | None) -> str:
-    status = git(root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude).ai",
-                 deadline=deadline)
+    status = git(root, *START_STATUS, deadline=deadline)
     return "unknown" if status is None else ("dirty" if status else "clean")
 
 

@@ -4,14 +4,42 @@ from __future__ import annotations
 
 import sys
 
-from majordomus.clients.payload import read_stdin
 from majordomus.commands.context import Context, parser, quick_flags
-from majordomus.episodes.hook import EVENTS, run_session
 from majordomus.os_lite import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def command(ctx: Context, argv: list[str]) -> int:
     quick = quick_flags(argv, ("--provider", "--event"))
+    dry = bool(quick and quick.get("dry_run")) or os.environ.get("MAJORDOMUS_SESSION_DRY_RUN") == "1"
+    if quick is not None and not dry:
+        _git_early(ctx.hook_root, str(quick.get("event")))
+    try:
+        return _command(ctx, argv, quick)
+    finally:
+        from majordomus.identity import drop_early
+
+        drop_early()
+
+
+def _git_early(root: Path, event: str) -> None:
+    """The `git status` a start or an end will ask for, started now: it runs on another core while this process
+    imports the boundary and reads the episode (2-3 ms of a hook's wall time). What no one asks for (an episode
+    open already, nothing to close) is stopped when the command ends."""
+    if event not in ("start", "end") or not os.path.isdir(os.path.join(os.fspath(root), ".ai", "local", "state")):
+        return
+    from majordomus.identity import CHANGED_FILES, START_STATUS, git_argv, start_early
+
+    start_early(git_argv(root, *(START_STATUS if event == "start" else CHANGED_FILES)))
+
+
+def _command(ctx: Context, argv: list[str], quick: dict[str, str | bool] | None) -> int:
+    from majordomus.clients.payload import read_stdin
+    from majordomus.episodes.hook import EVENTS, run_session
+
     if quick is None or "provider" not in quick or quick.get("event") not in EVENTS:
         p = parser("capture session", "Draw one episode boundary from a client's hook payload on stdin.")
         p.add_argument("--provider", required=True)

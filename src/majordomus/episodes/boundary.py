@@ -13,6 +13,7 @@ from majordomus.clients.providers import Provider
 from majordomus.episodes import store
 from majordomus.errors import InternalError, MajordomusError
 from majordomus.identity import (
+    CHANGED_FILES,
     compact_stamp,
     git_argv,
     git_seconds,
@@ -351,7 +352,7 @@ def _git_lines(root: Path, deadline: float, *args: str) -> tuple[list[str], List
 
 def _changed_files(root: Path, deadline: float) -> tuple[list[str], ListState]:
     # the layer's own files are not the agent's work; a file's name can hold a token
-    lines, state = _git_lines(root, deadline, "status", "--porcelain", "--", ".", ":(exclude).ai")
+    lines, state = _git_lines(root, deadline, *CHANGED_FILES)
     return [scrub(line) or line for line in lines], state
 
 

@@ -1,0 +1,95 @@
+"""A start's and an end's `git status` is started before the hook imports the boundary, and is either the answer the
+boundary uses or stopped before the hook returns: never run twice, never left running.
+
+A `git` on PATH logs each call with its pid; while a marker exists it sleeps 5 s before `status` (a SIGTERM ends it
+and its sleep). An early git nobody asks for (the episode is open already, there is nothing to close) must be gone
+when the hook has returned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import MAJORDOMUS, git
+from support import MAJORDOMUS_HOOK
+
+WRAPPER = """#!/bin/sh
+echo "$$ $*" >> {log}
+if [ -e {marker} ]; then
+  case " $* " in
+    *" status "*) sleep 5 & child=$!; trap 'kill $child; exit 143' TERM; wait $child;;
+  esac
+fi
+exec {git} "$@"
+"""
+
+
+def logging_git(where: Path) -> tuple[str, Path, Path]:
+    bindir, log, marker = where / "bin", where / "git-calls.log", where / "slow-now"
+    bindir.mkdir()
+    real = shutil.which("git")
+    assert real is not None
+    (bindir / "git").write_text(WRAPPER.format(log=log, marker=marker, git=real))
+    (bindir / "git").chmod(0o755)
+    return f"{bindir}{os.pathsep}{os.environ['PATH']}", log, marker
+
+
+def hook(repo: Path, path: str, event: str, payload: dict[str, str], lean: bool) -> None:
+    """The command a wired client runs: the launcher under `python -IS`, or the console entry."""
+    import sys
+
+    argv = [sys.executable, "-IS", str(MAJORDOMUS_HOOK)] if lean else [str(MAJORDOMUS)]
+    done = subprocess.run([*argv, "capture", "session", "--provider", "claude-code", "--event", event], cwd=repo,
+                          input=json.dumps(payload).encode(), capture_output=True, timeout=60,
+                          env={**os.environ, "PATH": path})
+    assert done.returncode == 0, done.stderr.decode()
+
+
+def statuses(log: Path) -> list[tuple[int, str]]:
+    calls = [line.split(" ", 1) for line in log.read_text().splitlines()] if log.exists() else []
+    return [(int(pid), words) for pid, words in calls if " status " in f" {words} "]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["launcher", "console"])
+def test_a_new_episode_runs_one_git_status_and_records_its_answer(initialised_repo: Path, tmp_path: Path,
+                                                                  lean: bool) -> None:
+    path, log, _ = logging_git(tmp_path)
+    (initialised_repo / "README.md").write_text("changed before the start\n")
+    git(initialised_repo, "add", "README.md")
+    hook(initialised_repo, path, "start", {"session_id": "early", "source": "startup"}, lean)
+    assert len(statuses(log)) == 1  # the early one was the answer: not run again
+    opened = (initialised_repo / ".ai/local/state/sessions-open/early.yaml").read_text()
+    assert 'start_working_tree: "dirty"' in opened
+    hook(initialised_repo, path, "end", {"session_id": "early", "reason": "logout"}, lean)
+    assert len(statuses(log)) == 2  # the close's listing, once
+    [record] = (initialised_repo / ".ai/repo/sessions").glob("2*.md")
+    assert '"M  README.md"' in record.read_text()
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["launcher", "console"])
+def test_an_early_git_nobody_asks_for_is_gone_when_the_hook_returns(initialised_repo: Path, tmp_path: Path,
+                                                                   lean: bool) -> None:
+    path, log, marker = logging_git(tmp_path)
+    hook(initialised_repo, path, "start", {"session_id": "kept", "source": "startup"}, lean)
+    marker.touch()  # from now on a status sleeps 5 s unless stopped
+    hook(initialised_repo, path, "start", {"session_id": "kept", "source": "resume"}, lean)  # open already: kept
+    hook(initialised_repo, path, "end", {"session_id": "never-opened", "reason": "logout"}, lean)  # nothing to close
+    early = statuses(log)[1:]
+    assert len(early) == 2  # each hook started its git before it knew it would not need it
+    assert [pid for pid, _ in early if alive(pid)] == []  # stopped and reaped, not left to run on
+    assert not (initialised_repo / ".git/index.lock").exists()
+    assert not (initialised_repo / ".ai/local/hook-failures.log").exists()
