@@ -5,9 +5,10 @@ Run: .venv/bin/python bench/hook_latency.py [--rounds N] [--pythons 3.11 3.12 3.
 
 For each Python it builds this checkout's wheel once and installs it (`--no-deps`: the hook path is stdlib only) into
 two virtualenvs: one with the pip that interpreter's own `venv` brings (pip 23.2.1 on 3.11.7, whose console scripts
-start with `import re`) and one with a current pip. Each round then runs, alternated, the bare interpreter and, for
-each install, every Claude Code hook a sitting fires (start, a plain prompt, a prompt holding a credential, compact,
-turn, end) in three forms:
+start with `import re`) and one with a current pip. Each round then runs, for each install, every Claude Code hook
+a sitting fires (start, a plain prompt, a prompt holding a credential, compact, turn, end), each run just after a
+bare `python -c pass` of the same interpreter (the baseline: both meet the machine in the same state), the installs
+and the forms taking every place in a round in turn. Three forms:
   per-person  the command Claude Code's settings.local.json holds: `python -IS majordomus-hook …` by path;
   shared      the command .codex/hooks.json or .gemini/settings.json hold: the launcher found on PATH, its `#!`
               line read by the shell and its interpreter started `-IS` (pip drops the wheel's flags from that line);
@@ -94,6 +95,7 @@ def argv_of(install: Install, form: str, tail: tuple[str, ...]) -> list[str]:
     return [str(install.venv / "bin" / "majordomus"), *tail]
 
 
+FORMS = ("per-person", "shared", "console")
 CPU: dict[str, list[float]] = {}  # the same samples in CPU seconds (user + system) of the child: steadier under load
 
 
@@ -126,6 +128,10 @@ def sitting(install: Install, form: str, i: int, samples: dict[str, list[float]]
     for kind, tail, body in steps:
         payload = json.dumps({"session_id": sid, "cwd": str(install.repo), **body}).encode()
         key = f"{install.name} {form} {kind}"
+        # the baseline is run just before each hook, so both meet the machine in the same state: on a VM, where
+        # a process runs in a round (first, or after a heavier one) moved its time by ~7%
+        samples["python -c pass"].append(timed([install.python, "-c", "pass"], install.repo, b"", errors,
+                                               "python -c pass"))
         samples.setdefault(key, []).append(timed(argv_of(install, form, tail), install.repo, payload, errors, key,
                                                  install.env))
     install.prompts += 2
@@ -148,20 +154,23 @@ def bench_python(version: str, python: str, rounds: int, old_pip: bool, wheel: P
     installs = [Install(tmp, python, wheel, f"{version}-current-pip", upgrade_pip=True)]
     if old_pip:
         installs.insert(0, Install(tmp, python, wheel, f"{version}-venv-pip", upgrade_pip=False))
-    samples: dict[str, list[float]] = {"python -c pass": [], SHELL: []}
+    samples: dict[str, list[float]] = {"python -c pass": [], SHELL: [], f"{SHELL} bare": []}
     bare_python = installs[0].python
     for i in range(rounds):
-        samples["python -c pass"].append(timed([bare_python, "-c", "pass"], tmp, b"", errors, "python -c pass"))
+        samples[f"{SHELL} bare"].append(timed([bare_python, "-c", "pass"], tmp, b"", errors, f"{SHELL} bare"))
         samples[SHELL].append(timed(["sh", "-c", f"{bare_python} -c pass"], tmp, b"", errors, SHELL))
-        for install in installs:
-            for form in ("per-person", "shared", "console"):
+        # each install and each form takes every place in a round in turn: a process run second in a round was
+        # measured ~1 ms slower than the same one run first (two identical installs differed by 7%)
+        for install in installs[i % len(installs):] + installs[:i % len(installs)]:
+            for form in FORMS[i % 3:] + FORMS[:i % 3]:
                 sitting(install, form, i, samples, errors)
     for install in installs:
         check(install, errors)
     bare = statistics.median(samples["python -c pass"])
     bare_cpu = statistics.median(CPU["python -c pass"])
-    shell = max(0.0, statistics.median(samples[SHELL]) - bare)  # what `sh -c` costs around any command
-    shell_cpu = max(0.0, statistics.median(CPU[SHELL]) - bare_cpu)
+    # what `sh -c` costs around any command: against the bare run just before it
+    shell = max(0.0, statistics.median(samples[SHELL]) - statistics.median(samples[f"{SHELL} bare"]))
+    shell_cpu = max(0.0, statistics.median(CPU[SHELL]) - statistics.median(CPU[f"{SHELL} bare"]))
     print(f"\nPython {version} ({python}), {rounds} alternated rounds; python -c pass {bare * 1000:.1f} ms, "
           f"the shell a client wraps a command in +{shell * 1000:.1f} ms (taken off the wired forms' figures)")
     for install in installs:
