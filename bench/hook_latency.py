@@ -17,9 +17,10 @@ The two wired forms run as the very command install writes, through `sh -c` as a
 off, so a failure shows), and the cost of the shell itself (`sh -c 'python -c pass'` less `python -c pass`, printed)
 is taken off their figures: what the shell does for the command (the guard, finding the launcher) is counted.
 Targets (the per-person and shared forms): plain prompt ≤ 1.8×, prompt holding a credential ≤ 2.5×, session
-start/end ≤ 2.0×, compact/turn ≤ 2.2×. Every run is checked: a non-zero exit, a line in hook-failures.log, or a
-record missing at the end is an error, and the bench exits 1. A report, never an assertion on wall clock:
-`make test` prints a CI-sized run (`--rounds 8`, this interpreter).
+start/end ≤ 2.0×, compact/turn ≤ 2.2×, and ≤ 2.2× for `beside`: a start while another agent's episode is open in the
+worktree (a person running two agents), which first looks for that worktree's stale episodes. Every run is checked:
+a non-zero exit, a line in hook-failures.log, or a record missing at the end is an error, and the bench exits 1.
+A report, never an assertion on wall clock: `make test` prints a CI-sized run (`--rounds 8`, this interpreter).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from majordomus.clients.hook_command import local_command, shared_command  # noqa: E402 - after the path
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = {"start": 2.0, "prompt": 1.8, "credential": 2.5, "compact": 2.2, "turn": 2.2, "end": 2.0}
+TARGETS = {"start": 2.0, "prompt": 1.8, "credential": 2.5, "compact": 2.2, "turn": 2.2, "end": 2.0,
+           "beside": 2.2}
 CREDENTIAL = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # a GitHub token's shape; redaction replaces it
 SHELL = "sh -c 'python -c pass'"
 GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x.invalid", "GIT_COMMITTER_NAME": "b",
@@ -125,6 +127,11 @@ def sitting(install: Install, form: str, i: int, samples: dict[str, list[float]]
         ("turn", (*session, "turn"), {"hook_event_name": "Stop"}),
         ("end", (*session, "end"), {"hook_event_name": "SessionEnd", "reason": "logout"}),
     ]
+    # a second agent started beside the first (its start recovers what of the worktree is stale), and its end
+    steps[1:1] = [("beside", (*session, "start"), {"hook_event_name": "SessionStart", "source": "startup",
+                                                    "session_id": f"{sid}-beside"}),
+                  ("beside-end", (*session, "end"), {"hook_event_name": "SessionEnd", "reason": "logout",
+                                                     "session_id": f"{sid}-beside"})]
     for kind, tail, body in steps:
         payload = json.dumps({"session_id": sid, "cwd": str(install.repo), **body}).encode()
         key = f"{install.name} {form} {kind}"

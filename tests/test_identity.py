@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,20 @@ def test_a_child_past_its_deadline_is_killed_and_reported_as_failed(tmp_path: Pa
     assert time.monotonic() - started < 20  # killed, not waited for
     assert run_bounded(["sh", "-c", "exit 3"], timeout=5) == (3, b"")
     assert run_bounded(["no-such-program-anywhere"], timeout=5) == (None, b"")
+
+
+@given(st.datetimes(min_value=datetime(1000, 1, 1)))
+def test_epoch_of_reads_a_stored_moment_as_parse_rfc3339_does(moment: datetime) -> None:
+    from majordomus.identity import epoch_of, parse_rfc3339
+
+    text = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    parsed = parse_rfc3339(text)
+    assert parsed is not None and epoch_of(text) == int(parsed.timestamp())
+
+
+@given(st.text(alphabet="0123456789-T:Z ", max_size=24) | st.text(max_size=24))
+def test_epoch_of_refuses_what_parse_rfc3339_refuses(text: str) -> None:
+    from majordomus.identity import epoch_of, parse_rfc3339
+
+    parsed = parse_rfc3339(text)
+    assert epoch_of(text) == (None if parsed is None else int(parsed.timestamp()))

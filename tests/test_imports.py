@@ -93,6 +93,19 @@ def test_capture_session_imports_exactly_its_list(initialised_repo: Path, event:
         assert len(list((initialised_repo / ".ai/repo/sessions").glob("2*.md"))) == 1  # the probe really closed
 
 
+def test_a_start_beside_another_agents_episode_imports_its_recovery_and_nothing_heavy(initialised_repo: Path) -> None:
+    """A person running two agents: the second's start looks for the worktree's stale episodes first (recover), in
+    epoch seconds and on the hooks' own paths: no datetime, no pathlib (~9 ms of a start before)."""
+    base = ("capture", "session", "--provider", "claude-code", "--event")
+    hook_imports(initialised_repo, {"session_id": "first-agent", "source": "startup"}, *base, "start")
+    found = hook_imports(initialised_repo, {"session_id": "second-agent", "source": "startup"}, *base, "start")
+    assert found & FORBIDDEN == set()
+    expected = EXPECTED["start"] | {"majordomus.episodes.recover", "majordomus.policy"}
+    assert sorted(found - expected) == [], "imported beyond the list"
+    assert sorted(expected - found) == [], "the list names what is not imported any more: tighten it"
+    assert len(list((initialised_repo / ".ai/local/state/sessions-open").glob("*.yaml"))) == 2
+
+
 def test_capture_prompt_imports_exactly_its_list_and_re_only_for_a_rule(initialised_repo: Path) -> None:
     base = ("capture", "session", "--provider", "claude-code", "--event")
     hook_imports(initialised_repo, {"session_id": "imp-p", "source": "startup"}, *base, "start")

@@ -10,12 +10,11 @@ import json
 import os
 import stat
 from collections.abc import Callable
-from datetime import timedelta
 from pathlib import Path
 
 from majordomus.errors import ContractError, MajordomusError
 from majordomus.findings import Finding
-from majordomus.identity import git, now_utc, worktree_id
+from majordomus.identity import git, now_s, worktree_id
 from majordomus.layout import PRIVATE_DIR, Layout
 from majordomus.policy import DEFAULTS, Policy, load_policy
 
@@ -186,9 +185,9 @@ def check_episodes(layout: Layout) -> list[Finding]:
     ended = end_vanished_quietly(layout)  # by evidence, before anything is judged by time (SPEC 4.4)
     policy, _ = _policy(layout)
     values: dict[str, int] = policy.values if policy is not None else dict(DEFAULTS)
-    stale_after = timedelta(hours=values["session.stale_after_hours"])
-    grace = timedelta(seconds=values["episodes.reattach_grace_seconds"])
-    now = now_utc()
+    stale_after = values["session.stale_after_hours"] * 3600
+    grace = values["episodes.reattach_grace_seconds"]
+    now = now_s()
     here = worktree_id(layout.root)
     rel_open = _rel(layout, layout.sessions_open) + "/"
     names = {n[: -len(".yaml")] for n in store.listed(layout.sessions_open, ".yaml")}
@@ -215,7 +214,7 @@ def check_episodes(layout: Layout) -> list[Finding]:
                              "majordomus capture recover"))
     if expired:
         found.append(Finding("WARN", "sessions", rel_open, f"{len(expired)} connection episode(s) detached past the "
-                                                           f"{int(grace.total_seconds())} s grace with no live server "
+                                                           f"{grace} s grace with no live server "
                                                            f"to reap them: {_named(expired)}",
                              "majordomus capture recover"))
     if orphaned:  # a client that SIGKILLs its server (Copilot, 3 ms after SIGTERM) leaves this after every exit

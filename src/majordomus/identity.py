@@ -82,6 +82,32 @@ def parse_rfc3339(text: str) -> datetime | None:
         return None
 
 
+def epoch_of(text: str) -> int | None:
+    """`parse_rfc3339` as epoch seconds, without `datetime` for the form `rfc3339` writes (every moment majordomus
+    stores); any other spelling strptime accepts is left to it."""
+    if (len(text) == 20 and text[4] == text[7] == "-" and text[10] == "T" and text[13] == text[16] == ":"
+            and text[19] == "Z" and (text[:4] + text[5:7] + text[8:10] + text[11:13] + text[14:16]
+                                     + text[17:19]).isdigit() and text.isascii()):
+        year, month, day = int(text[:4]), int(text[5:7]), int(text[8:10])
+        hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        last = (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1] if 1 <= month <= 12 else 0
+        if year >= 1 and 1 <= day <= last and hour <= 23 and minute <= 59 and second <= 59:
+            return _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second
+    parsed = parse_rfc3339(text)
+    return None if parsed is None else int(parsed.timestamp())
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (the civil-from-days inverse, in integers)."""
+    year -= month <= 2
+    era = year // 400
+    year_of_era = year - era * 400
+    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    return era * 146097 + day_of_era - 719468
+
+
 def new_episode_id(moment: datetime | float) -> str:
     """`s-YYYYMMDDHHMMSS-xxxx` (UTC, four random hex)."""
     return f"s-{second_stamp(moment)}-{os.urandom(2).hex()}"

@@ -146,4 +146,7 @@ def converge(layout: Layout) -> list[str]:
     changed: list[str] = []
     for step in STEPS:
         changed.extend(step(layout))
+    from majordomus.policy import cached_values
+
+    cached_values(layout)  # the hooks' copy of the policy, so that no hook imports a YAML parser for it
     return changed

@@ -6,15 +6,14 @@ keyed by the file's size and mtime, so a prompt never pays for a YAML parser.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
+from majordomus import jsonlite
 from majordomus.errors import ContractError
 from majordomus.layout import Layout, write_atomic
 from majordomus.values import value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 DEFAULTS: dict[str, int] = {
@@ -201,17 +200,17 @@ def cached_values(layout: Layout) -> dict[str, int]:
         return dict(DEFAULTS)  # never parsed on the hook path; doctor names it
     stamp = [st.st_size, st.st_mtime_ns]
     try:
-        cached = json.loads(layout.policy_cache.read_bytes())
+        cached = jsonlite.loads(layout.policy_cache.read_bytes().decode("utf-8"))
         if cached.get("stamp") == stamp and isinstance(cached.get("values"), dict):
             return {**DEFAULTS, **cached["values"]}
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):  # unreadable, not JSON, or JSON but not an object
         pass
     try:
         values = load_policy(layout).values
     except ContractError:
         return dict(DEFAULTS)
     try:
-        write_atomic(layout.policy_cache, json.dumps({"stamp": stamp, "values": values}).encode())
+        write_atomic(layout.policy_cache, jsonlite.dumps({"stamp": stamp, "values": values}).encode())
     except OSError:
         pass
     return values

@@ -109,8 +109,9 @@ def scenario(root: Path, lean: bool = False) -> dict[str, object]:
         for name in sorted(names):
             path = Path(here) / name
             rel = str(path.relative_to(root))
-            if "/locks/" in rel or (name.startswith("patterns.") and name.endswith(".marshal")):
-                continue  # the kept patterns are the interpreter's compiled code (majordomus.kept_patterns)
+            if "/locks/" in rel or (name.startswith("patterns.") and name.endswith(".marshal")) \
+                    or name == "policy.cache.json":
+                continue  # caches: the interpreter's compiled patterns (majordomus.kept_patterns), the parsed policy
             files[rel] = path.read_bytes().decode("utf-8", "surrogateescape")
     return normalise(root, {"lines": lines, "files": files})
 

@@ -1,45 +1,45 @@
 """Closes episodes whose end never came: stale hook episodes, and connection episodes no live server holds.
 
-Stdlib only: a hook's `start` runs this for its worktree.
+Stdlib only, and lean: a hook's `start` runs this for its worktree whenever another episode is open there (a
+person running several agents at once), so moments are epoch seconds (no `datetime`) and the root is whatever
+path the caller has (no `pathlib`, whose imports cost a start ~5 ms).
 """
 
 from __future__ import annotations
-
-from datetime import datetime, timedelta
-from pathlib import Path
 
 from majordomus.episodes import store
 from majordomus.episodes.boundary import close_episode, finish_start
 from majordomus.episodes.store import update_open
 from majordomus.episodes.vanished import REASON as VANISHED
 from majordomus.episodes.vanished import gone_client
-from majordomus.identity import is_live_majordomus, now_utc, parse_rfc3339, process_namespace, rfc3339, worktree_id
+from majordomus.identity import epoch_of, is_live_majordomus, now_s, process_namespace, rfc3339, worktree_id
 from majordomus.layout import Layout
 from majordomus.policy import cached_values
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Literal
 
     Verdict = Literal["live", "held", "orphaned", "detached", "expired", "stale"]
 
 
-def classify(opened: store.OpenFile, now: datetime, *, stale_after: timedelta, grace: timedelta) -> Verdict:
+def classify(opened: store.OpenFile, now: float, *, stale_after: float, grace: float) -> Verdict:
     """What an open episode is now — the one rule recover acts on and doctor reports.
 
     A hook episode is `live` until idle past `stale_after`, then `stale`. A connection episode is `held`
     while a live server holds it, or the live bridge its client speaks through (a killed server's bridges
     elect a new one and resume it); else `orphaned` (its server was killed before marking it), `detached`
-    within the grace, `expired` past it.
+    within the grace, `expired` past it. `now` is epoch seconds; `stale_after` and `grace` are seconds.
     """
     if opened.is_connection:
         if is_live_majordomus(opened.held_by) or is_live_majordomus(opened.bridge):
             return "held"
-        detached = parse_rfc3339(str(opened.detached_at))
+        detached = epoch_of(str(opened.detached_at))
         if detached is None:
             return "orphaned"
         return "detached" if now - detached <= grace else "expired"
-    last = parse_rfc3339(str(opened.last_activity_at or opened.started_at))
+    last = epoch_of(str(opened.last_activity_at or opened.started_at))
     return "stale" if last is not None and now - last > stale_after else "live"
 
 
@@ -53,9 +53,9 @@ def recover(root: Path, *, dry_run: bool = False, hooks: bool = True, connection
     layout = Layout(root)
     layout.refuse_links()
     policy = cached_values(layout)
-    now = now_utc()
-    stale_after = timedelta(hours=policy["session.stale_after_hours"])
-    grace = timedelta(seconds=policy["episodes.reattach_grace_seconds"])
+    now = now_s()
+    stale_after = policy["session.stale_after_hours"] * 3600
+    grace = policy["episodes.reattach_grace_seconds"]
     here = worktree_id(root)
     lines: list[str] = []
     namespace = process_namespace()
