@@ -131,3 +131,34 @@ def broken_install(tmp: Path, files: dict[str, str]) -> Path:
     launcher.write_text(f"#!{venv / 'bin' / 'python'}\n" + MAJORDOMUS_HOOK.read_text().split("\n", 1)[1])
     launcher.chmod(0o755)
     return venv / "bin"
+
+
+GIT_WRAPPER = """#!/bin/sh
+echo "$$ ${{GIT_OPTIONAL_LOCKS:-unset}} $*" >> {log}
+if [ -e {marker} ]; then
+  case " $* " in
+    {slow}) sleep 5 & child=$!; trap 'kill $child; exit 143' TERM; wait $child;;
+  esac
+fi
+exec {git} "$@"
+"""
+
+
+def wrapped_git(where: Path, slow: tuple[str, ...] = ("status", "rev-list")) -> tuple[Path, Path, Path]:
+    """A directory holding a `git` that logs every call (`pid GIT_OPTIONAL_LOCKS words`) and, while `marker`
+    exists, sleeps 5 s before the `slow` subcommands (a SIGTERM ends it and its sleep); (bin dir, log, marker)."""
+    bindir, log, marker = where / "git-bin", where / "git-calls.log", where / "slow-now"
+    bindir.mkdir()
+    real = shutil.which("git")
+    assert real is not None
+    wrapper = bindir / "git"
+    wrapper.write_text(GIT_WRAPPER.format(log=log, marker=marker, git=real,
+                                          slow="|".join(f'*" {word} "*' for word in slow)))
+    wrapper.chmod(0o755)
+    return bindir, log, marker
+
+
+def git_calls(log: Path) -> list[tuple[int, str, str]]:
+    """The wrapper's log: (pid, GIT_OPTIONAL_LOCKS, the words) per call."""
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [(int(pid), locks, words) for pid, locks, words in (line.split(" ", 2) for line in lines if line)]

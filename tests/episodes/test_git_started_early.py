@@ -10,33 +10,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import MAJORDOMUS, git
-from support import MAJORDOMUS_HOOK
-
-WRAPPER = """#!/bin/sh
-echo "$$ $*" >> {log}
-if [ -e {marker} ]; then
-  case " $* " in
-    *" status "*) sleep 5 & child=$!; trap 'kill $child; exit 143' TERM; wait $child;;
-  esac
-fi
-exec {git} "$@"
-"""
+from support import MAJORDOMUS_HOOK, git_calls, wrapped_git
 
 
 def logging_git(where: Path) -> tuple[str, Path, Path]:
-    bindir, log, marker = where / "bin", where / "git-calls.log", where / "slow-now"
-    bindir.mkdir()
-    real = shutil.which("git")
-    assert real is not None
-    (bindir / "git").write_text(WRAPPER.format(log=log, marker=marker, git=real))
-    (bindir / "git").chmod(0o755)
+    bindir, log, marker = wrapped_git(where, slow=("status",))
     return f"{bindir}{os.pathsep}{os.environ['PATH']}", log, marker
 
 
@@ -52,8 +36,7 @@ def hook(repo: Path, path: str, event: str, payload: dict[str, str], lean: bool)
 
 
 def statuses(log: Path) -> list[tuple[int, str]]:
-    calls = [line.split(" ", 1) for line in log.read_text().splitlines()] if log.exists() else []
-    return [(int(pid), words) for pid, words in calls if " status " in f" {words} "]
+    return [(pid, words) for pid, _, words in git_calls(log) if " status " in f" {words} "]
 
 
 def alive(pid: int) -> bool:

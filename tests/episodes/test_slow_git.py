@@ -11,34 +11,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 from conftest import MAJORDOMUS, git
 from mcp_support import front_matter
-
-WRAPPER = """#!/bin/sh
-echo "${{GIT_OPTIONAL_LOCKS:-unset}} $*" >> {log}
-if [ -e {marker} ]; then
-  case " $* " in
-    *" status "*|*" rev-list "*) sleep 5 & child=$!; trap 'kill $child; exit 143' TERM; wait $child;;
-  esac
-fi
-exec {git} "$@"
-"""
+from support import git_calls, wrapped_git
 
 
 def slow_git(where: Path) -> tuple[Path, Path, Path]:
     """A directory holding a `git` that logs every call and, while `marker` exists, sleeps before a listing."""
-    bindir, log, marker = where / "slow-bin", where / "git-calls.log", where / "slow-now"
-    bindir.mkdir()
-    real = shutil.which("git")
-    assert real is not None
-    wrapper = bindir / "git"
-    wrapper.write_text(WRAPPER.format(log=log, marker=marker, git=real))
-    wrapper.chmod(0o755)
-    return bindir, log, marker
+    return wrapped_git(where, slow=("status", "rev-list"))
 
 
 def hook(repo: Path, event: str, payload: dict[str, str], path: str) -> subprocess.CompletedProcess[bytes]:
@@ -69,9 +52,9 @@ def test_a_close_whose_git_is_too_slow_leaves_no_lock_and_marks_both_lists(initi
     meta = front_matter(record)
     assert sorted(meta["truncated"]) == ["changed_files", "commits"], meta
     assert meta["working_tree"] == "unknown" and meta["commits"] != ["diverged"], meta
-    calls = [line for line in log.read_text().splitlines() if line]
-    assert {"status", "rev-list"} <= {word for line in calls for word in line.split()}, calls
-    assert all(line.startswith("0 --no-optional-locks ") for line in calls), calls
+    calls = git_calls(log)
+    assert {"status", "rev-list"} <= {word for _, _, words in calls for word in words.split()}, calls
+    assert all(locks == "0" and words.startswith("--no-optional-locks ") for _, locks, words in calls), calls
     marker.unlink()
     git(initialised_repo, "commit", "-q", "-am", "the person's next commit")
 
