@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,6 @@ def logging_git(where: Path) -> tuple[str, Path, Path]:
 
 def hook(repo: Path, path: str, event: str, payload: dict[str, str], lean: bool) -> None:
     """The command a wired client runs: the launcher under `python -IS`, or the console entry."""
-    import sys
-
     argv = [sys.executable, "-IS", str(MAJORDOMUS_HOOK)] if lean else [str(MAJORDOMUS)]
     done = subprocess.run([*argv, "capture", "session", "--provider", "claude-code", "--event", event], cwd=repo,
                           input=json.dumps(payload).encode(), capture_output=True, timeout=60,

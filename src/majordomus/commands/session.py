@@ -14,8 +14,7 @@ if TYPE_CHECKING:
 
 def command(ctx: Context, argv: list[str]) -> int:
     quick = quick_flags(argv, ("--provider", "--event"))
-    dry = bool(quick and quick.get("dry_run")) or os.environ.get("MAJORDOMUS_SESSION_DRY_RUN") == "1"
-    if quick is not None and not dry:
+    if quick is not None and not _dry(quick):
         _git_early(ctx.hook_root, str(quick.get("event")))
     try:
         return _command(ctx, argv, quick)
@@ -23,6 +22,10 @@ def command(ctx: Context, argv: list[str]) -> int:
         from majordomus.identity import drop_early
 
         drop_early()
+
+
+def _dry(flags: dict[str, str | bool]) -> bool:
+    return bool(flags.get("dry_run")) or os.environ.get("MAJORDOMUS_SESSION_DRY_RUN") == "1"
 
 
 def _git_early(root: Path, event: str) -> None:
@@ -47,7 +50,7 @@ def _command(ctx: Context, argv: list[str], quick: dict[str, str | bool] | None)
         p.add_argument("--dry-run", action="store_true", help="say what would happen; write nothing")
         args = p.parse_args(argv)
         quick = {"provider": args.provider, "event": args.event, "dry_run": args.dry_run}
-    dry = bool(quick.get("dry_run")) or os.environ.get("MAJORDOMUS_SESSION_DRY_RUN") == "1"
-    report = run_session(ctx.hook_root, str(quick["provider"]), str(quick["event"]), read_stdin(), dry_run=dry)
+    report = run_session(ctx.hook_root, str(quick["provider"]), str(quick["event"]), read_stdin(),
+                         dry_run=_dry(quick))
     print(report.line, file=sys.stderr)
     return report.exit_code
