@@ -28,7 +28,8 @@ COMMON = {"majordomus_hook", "__future__", "majordomus", "majordomus.os_lite", "
           "majordomus.clients", "majordomus.clients.payload", "majordomus.clients.providers", "majordomus.layout",
           "fcntl", "majordomus.episodes", "majordomus.episodes.store", "majordomus.identity", SHA,
           "majordomus.simple_yaml", "majordomus.redact",
-          "majordomus.episodes.vanished"}  # every hook ends the episodes of vanished clients first
+          "majordomus.episodes.vanished",  # every hook ends the episodes of vanished clients first
+          "atexit"}  # built in: the launcher's finish asks it whether anything needs the orderly exit
 SESSION = COMMON | {"majordomus.commands.session", "majordomus.episodes.hook", "majordomus.episodes.boundary",
                     "majordomus.ledger"}
 EXPECTED: dict[str, set[str]] = {
