@@ -1,7 +1,7 @@
 """The launcher leaves without the interpreter's finalization, and nothing the hook said or wrote is lost by it.
 
 `majordomus_hook.finish` flushes stdout and stderr, then ends the process with `_exit`: tearing down every module and
-object of a run (~2 ms of a hook on 3.11) is work for a process about to vanish. These hold what it must keep: the
+object of a run (~1.5 ms of a hook on 3.11) is work for a process about to vanish. These hold what it must keep: the
 buffered output arrives, the exit status is the one given, and a run that still needs the orderly exit (an atexit
 callback, a thread) gets it; and, through the real `majordomus-hook` script a wired client runs, that a start, a
 prompt and an end say their lines and leave every file whole.
