@@ -70,6 +70,23 @@ class History:
         self.run(MAJORDOMUS, "capture", "prompt", "--provider", provider,
                  payload={"session_id": session, key: f"id-{len(text)}-{text[:12]}", "prompt": text})
 
+    def claude_transcript(self, session: str, answers: list[tuple[str, int, int, int, int]]) -> None:
+        """What Claude Code writes of its model's answers, stamped now: (model, input, output, cache read, cache
+        write) each, at ~/.claude/projects/<project>/<session>.jsonl (docs/usage.md)."""
+        from datetime import UTC, datetime
+
+        folder = Path(self.env["HOME"]) / ".claude" / "projects" / str(self.repo).replace("/", "-")
+        folder.mkdir(parents=True, exist_ok=True)
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        with (folder / f"{session}.jsonl").open("a") as out:
+            for n, (model, inp, output, read, write) in enumerate(answers):
+                usage = {"input_tokens": inp, "output_tokens": output, "cache_read_input_tokens": read,
+                         "cache_creation_input_tokens": write}
+                out.write(json.dumps({"type": "assistant", "sessionId": session, "timestamp": now,
+                                      "requestId": f"req_{n}", "message": {"id": f"msg_{n}", "model": model,
+                                                                          "role": "assistant", "usage": usage}})
+                          + "\n")
+
     def commit(self, path: str, text: str, subject: str) -> None:
         (self.repo / path).parent.mkdir(parents=True, exist_ok=True)
         (self.repo / path).write_text(text)
@@ -94,6 +111,8 @@ class History:
         self.prompt("claude-code", CLAUDE, f"Add a regression test; the CI key is ANTHROPIC_API_KEY={KEY}")
         self.commit("tests/test_tokenizer.py", "def test_comment():\n    assert True\n",
                     "test the trailing comment case")
+        self.claude_transcript(CLAUDE, [("claude-sonnet-4-5-20250929", 3, 412, 18_220, 2_310),
+                                        ("claude-sonnet-4-5-20250929", 5, 1_106, 20_530, 1_270)])
         self.hook("claude-code", "end", {"session_id": CLAUDE, "reason": "other"})  # killed mid-answer
         self.git("checkout", "-q", "-b", "docs-ledger")
         self.ids["codex"] = self.start("codex", CODEX)

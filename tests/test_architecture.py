@@ -21,6 +21,7 @@ RANKS: dict[str, int] = {
     "majordomus.episodes": 2,
     "majordomus.archive": 3,
     "majordomus.clients": 4,  # install and status
+    "majordomus.usage": 4,  # what an ended episode used, from its client's own record; read by history, telemetry
     "majordomus.layer": 5,
     "majordomus.doctor": 5,
     "majordomus.history": 5,  # reads the record back: the timeline, show, the search index

@@ -66,6 +66,13 @@ TELEMETRY_INTERVAL = 300
 TELEMETRY_INTERVAL_RANGE = (10, 604_800)  # ten seconds to a week
 
 
+# `usage:` (docs/usage.md): `prices:` rows by model name, dollars per 1M tokens, over the shipped price table
+# (majordomus/usage/prices.yaml, checked by the same rule). Not a default either.
+PRICE_KINDS = ("input", "output", "cache_read", "cache_write")
+MAX_PRICE = 1_000_000  # dollars per 1M tokens: past this a row is a typo
+MAX_PRICE_ROWS = 1000
+
+
 @value
 class Policy:
     values: dict[str, int]
@@ -73,6 +80,7 @@ class Policy:
     problems: tuple[str, ...] = ()
     otlp_endpoint: str | None = None  # set only when the telemetry block is valid: the background export is on
     otlp_interval_seconds: int = TELEMETRY_INTERVAL
+    prices: tuple[tuple[str, dict[str, Any]], ...] = ()  # the valid rows of usage.prices, as price_row gives them
 
     def get_int(self, key: str) -> int:
         return self.values.get(key, DEFAULTS[key])
@@ -113,7 +121,53 @@ def validate_raw(raw: Any, source: Path) -> Policy:
         values[dotted] = value
     endpoint, interval = _telemetry(raw.get("telemetry"), problems)
     return Policy(values=values, declared=frozenset(declared), problems=tuple(problems), otlp_endpoint=endpoint,
-                  otlp_interval_seconds=interval)
+                  otlp_interval_seconds=interval, prices=_prices(raw.get("usage"), problems))
+
+
+def price_row(row: Any, where: str, problems: list[str]) -> dict[str, Any] | None:
+    """A price row (`input`, `output`, `cache_read`, `cache_write` in dollars per 1M tokens, `as_of`): the cache
+    prices default to the input price; a sentence in `problems`, and None, for a row that is not one."""
+    if not isinstance(row, dict):
+        problems.append(f"{where} must be a mapping of input, output, cache_read, cache_write (dollars per 1M "
+                        "tokens)")
+        return None
+    unknown = sorted(str(k) for k in row if k not in (*PRICE_KINDS, "as_of"))
+    if unknown:
+        problems.append(f"{where} has unknown key(s) {', '.join(unknown)}; it takes input, output, cache_read, "
+                        "cache_write and as_of")
+        return None
+    out: dict[str, Any] = {}
+    for kind in PRICE_KINDS:
+        found = row.get(kind, row.get("input") if kind.startswith("cache_") else None)
+        if (isinstance(found, bool) or not isinstance(found, (int, float)) or found != found
+                or not 0 <= found <= MAX_PRICE):
+            problems.append(f"{where}.{kind} must be a number of dollars per 1M tokens from 0 to {MAX_PRICE:,}")
+            return None
+        out[kind] = float(found)
+    if "as_of" in row:
+        out["as_of"] = str(row["as_of"])
+    return out
+
+
+def _prices(block: Any, problems: list[str]) -> tuple[tuple[str, dict[str, Any]], ...]:
+    if block is None:
+        return ()
+    if not isinstance(block, dict) or set(block) - {"prices"}:
+        problems.append("usage must be a mapping with one key, prices (rows by model name)")
+        return ()
+    rows = block.get("prices") or {}
+    if not isinstance(rows, dict) or len(rows) > MAX_PRICE_ROWS:
+        problems.append(f"usage.prices must be a mapping of at most {MAX_PRICE_ROWS} model names to their prices")
+        return ()
+    out = []
+    for name, row in rows.items():
+        if not isinstance(name, str) or not name.strip():
+            problems.append("usage.prices has a model name that is not a name")
+            continue
+        found = price_row(row, f"usage.prices.{name}", problems)
+        if found is not None:
+            out.append((name, found))
+    return tuple(out)
 
 
 def _telemetry(block: Any, problems: list[str]) -> tuple[str | None, int]:

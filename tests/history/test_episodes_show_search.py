@@ -119,7 +119,8 @@ def test_episodes_json_has_the_documented_shape(world: World, history: dict[str,
     assert data["schema"] == "majordomus.episodes/v1" and data["count"] == 3
     first = data["episodes"][2]
     assert set(first) == {"id", "provider", "state", "outcome", "started_at", "closed_at", "duration_seconds",
-                          "branch", "prompts", "title", "end_reason", "last_turn", "worktree_id", "record"}
+                          "branch", "prompts", "title", "end_reason", "last_turn", "worktree_id", "record",
+                          "usage"}
     assert first["id"] == history["claude"] and first["prompts"] == 2 and first["outcome"] == "interrupted"
     assert first["end_reason"] == "other" and first["last_turn"] == "running"
     assert first["record"].startswith(".ai/repo/sessions/") and (world.repo / first["record"]).is_file()
@@ -309,7 +310,7 @@ def test_search_ranks_and_highlights_with_the_episode_time_and_link(world: World
     assert data["schema"] == "majordomus.search/v1" and data["count"] == 2
     first = data["results"][0]
     assert set(first) == {"kind", "record", "episode", "episode_state", "at", "provider", "branch", "episode_link",
-                          "pruned", "rank", "snippet"}
+                          "pruned", "rank", "snippet", "episode_usage"}
     assert first["episode_link"] == "open" and first["kind"] == "prompt" and "**tokenizer**" in first["snippet"]
     ranks = [r["rank"] for r in data["results"]]
     assert ranks == sorted(ranks)

@@ -116,6 +116,7 @@ def test_each_ended_episode_is_one_span_and_each_prompt_one_log_record_checked_a
             "majordomus.episode.compactions": record["compactions"],
             "majordomus.episode.commits": len(record["commits"]),
             "majordomus.episode.changed_files": len(record["changed_files"]),
+            "majordomus.usage.state": "missing",  # no Claude Code transcript in this world's HOME
         }
         client = {"c1": "c1", "c2": "c2"}[next(p["session"] for p in prompts.values() if p["episode"] == episode)]
         assert attrs == {**expected, "gen_ai.conversation.id": client}

@@ -59,8 +59,35 @@ _ROW_PROPERTIES: JsonObject = {
     "branch": _S, "prompts": {"type": "integer", "minimum": 0}, "title": _S, "end_reason": _S, "last_turn": _S,
     "worktree_id": _S, "record": {**_S, "description": "the repository-relative path of the record or open file"},
 }
-ROW: JsonObject = {"type": "object", "properties": _ROW_PROPERTIES, "required": list(_ROW_PROPERTIES),
-                   "additionalProperties": False}
+_COUNT = {"type": "integer", "minimum": 0}
+_TOKENS: JsonObject = {"input_tokens": {**_COUNT, "description": "prompt tokens read from no cache"},
+                       "output_tokens": {**_COUNT, "description": "answer tokens, reasoning included"},
+                       "cache_read_tokens": _COUNT, "cache_write_tokens": _COUNT}
+_COST = {"type": ["number", "null"], "minimum": 0, "description": "US dollars by the price table; null when a price "
+                                                                  "is unknown"}
+USAGE: JsonObject = {
+    "type": "object", "description": "what the episode used, read from its client's own record once it ended "
+                                     "(docs/usage.md)",
+    "properties": {
+        "state": {"type": "string", "enum": ["counted", "pending", "unsupported", "unknown-session", "missing",
+                                             "unreadable"]},
+        **_TOKENS,
+        "models": {"type": "array", "items": {
+            "type": "object", "additionalProperties": False,
+            "required": ["model", "requests", *_TOKENS, "cost_usd", "price"],
+            "properties": {"model": {"type": "string"}, "requests": _COUNT, **_TOKENS, "cost_usd": _COST,
+                           "price": {"oneOf": [{"type": "null"}, {
+                               "type": "object", "required": ["as_of", "source"], "additionalProperties": False,
+                               "properties": {"as_of": {"type": "string"},
+                                              "source": {"type": "string", "enum": ["table", "policy"]}}}]}}}},
+        "cost_usd": _COST,
+        "cost": {**_S, "description": "the cost as shown, or 'price unknown'"},
+        "note": {**_S, "description": "why the usage is not counted, or what of the record was not"},
+    },
+    "required": ["state", *_TOKENS, "models", "cost_usd", "cost", "note"], "additionalProperties": False,
+}
+ROW: JsonObject = {"type": "object", "properties": {**_ROW_PROPERTIES, "usage": USAGE},
+                   "required": [*_ROW_PROPERTIES, "usage"], "additionalProperties": False}
 _WHOLE_PROPERTIES: JsonObject = {
     **_ROW_PROPERTIES, "start_head": _S, "head": _S, "compactions": {"type": "integer", "minimum": 0},
     "changed_files": {"type": "array", "items": {"type": "string"}},
@@ -98,6 +125,7 @@ EPISODES_OUT = _obj({"schema": _SCHEMA_OF["episodes"], "count": {"type": "intege
 SHOW_OUT = _obj({
     "schema": _SCHEMA_OF["show"],
     "episode": _obj(_WHOLE_PROPERTIES),
+    "usage": USAGE,
     "prompts": {"type": "array", "items": PROMPT},
     "commits": _obj({"source": {"type": "string"}, "note": _S,
                      "items": {"type": "array", "items": _obj({"commit": {"type": "string"},
@@ -125,7 +153,8 @@ SEARCH_OUT = _obj({
         "kind": {"type": "string", "enum": ["prompt", "episode"]}, "record": {"type": "string", "minLength": 1},
         "episode": _S, "episode_state": {"type": ["string", "null"], "enum": [*STATES, "unknown", None]},
         "at": _S, "provider": _S, "branch": _S, "episode_link": _S, "pruned": {"type": "boolean"},
-        "rank": {"type": "number", "description": "FTS5 bm25: lower is better"}, "snippet": {"type": "string"}})},
+        "rank": {"type": "number", "description": "FTS5 bm25: lower is better"}, "snippet": {"type": "string"},
+        "episode_usage": {"oneOf": [{"type": "null"}, USAGE], "description": "the usage of the hit's episode"}})},
     "note": NOTE,
 }, "note")
 

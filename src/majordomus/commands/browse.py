@@ -12,6 +12,7 @@ from majordomus.errors import MissingError, UsageError
 from majordomus.history import detail, index, text, views
 from majordomus.history.timeline import STATES, Episode, Filters, all_episodes, by_prefix, parse_moment, select
 from majordomus.layout import Layout
+from majordomus.usage.episode import columns, policy_overrides, usage_json, usage_of
 
 
 def _print_json(data: dict[str, Any]) -> None:
@@ -71,7 +72,8 @@ def episodes_command(ctx: Context, argv: list[str]) -> int:
     if not found.episodes:
         print("no episodes" + (" match these filters" if argv else " recorded here yet"))
         return 0
-    for line in text.episode_rows(found.episodes, found.counts, text.use_colour(sys.stdout)):
+    for line in text.episode_rows(found.episodes, found.counts, text.use_colour(sys.stdout), found.usages,
+                                  found.prices):
         print(line)
     return 0
 
@@ -120,6 +122,7 @@ def _show_episode(layout: Layout, e: Episode, as_json: bool) -> int:
     stat, stat_range = detail.diff_stat(layout, e)
     resume = detail.resume_of(layout, e)
     head = detail.current_head(layout, e)
+    used = usage_json(usage_of(layout, e, detail.client_session(layout, e)[0]), policy_overrides(layout))
     colour = text.use_colour(sys.stdout)
     how = e.state
     if e.end_reason or e.last_turn:
@@ -138,6 +141,7 @@ def _show_episode(layout: Layout, e: Episode, as_json: bool) -> int:
             ("branch", e.branch or "-"),
             ("heads", f"{(e.start_head or '-')[:7]} → {(head or '-')[:7]}" + ("  (now)" if e.is_open else "")),
             ("compactions", str(e.compactions)), ("record" if not e.is_open else "open file", rel)]
+    rows += text.usage_rows(used)
     if e.schema_note:
         rows.append(("schema", e.schema_note))
     if resume is not None:
@@ -207,7 +211,10 @@ def search_command(ctx: Context, argv: list[str]) -> int:
         kind = "prompt" if h.kind == "prompt" else "episode"
         link = h.link if h.kind == "prompt" else (e.state if e else h.link)
         state = f" {e.state}" if e is not None and h.kind == "prompt" else ""
-        print(f"{where}{state}  {h.at or '-'}  {kind} {link}  {h.name}")
+        used = found.usages.get(e.id) if e is not None else None
+        tokens, cost = columns(used, found.prices)
+        spent = f"  {tokens} tokens {cost}" if used is not None and used.state == "counted" else ""
+        print(f"{where}{state}  {h.at or '-'}  {kind} {link}  {h.name}{spent}")
         print(f"    {views.marked(h.snippet, on, off)}")
     return 0
 

@@ -18,6 +18,7 @@ from majordomus.errors import MajordomusError
 from majordomus.history.timeline import Episode
 from majordomus.identity import git_argv, head_state, now_utc, parse_rfc3339, rfc3339, run_bounded, worktree_id
 from majordomus.layout import Layout
+from majordomus.usage.episode import policy_overrides, usage_json, usage_of
 from majordomus.values import value
 
 TYPE_CHECKING = False
@@ -126,7 +127,9 @@ def whole(layout: Layout, e: Episode, prompt_names: list[str]) -> dict[str, Any]
     data.update(start_head=e.start_head, head=current_head(layout, e), compactions=e.compactions,
                 changed_files=list(e.changed_files), truncated=list(e.truncated), detached_at=e.detached_at,
                 last_activity_at=e.last_activity_at, older_schema=e.schema_note)
-    return {"episode": data, "prompts": [pr.to_json() for pr in prompts],
+    session, _ = client_session(layout, e)
+    return {"episode": data, "usage": usage_json(usage_of(layout, e, session), policy_overrides(layout)),
+            "prompts": [pr.to_json() for pr in prompts],
             "commits": {"source": commits.source, "note": commits.note,
                         "items": [{"commit": c, "subject": s} for c, s in commits.items]},
             "diff_stat": {"range": stat_range, "text": stat},

@@ -17,10 +17,11 @@ from typing import IO
 
 from majordomus.errors import InternalError, RefusedError
 from majordomus.history import detail, index
-from majordomus.history.text import duration, when
+from majordomus.history.text import duration, usage_rows, when
 from majordomus.history.timeline import Episode
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import PRIVATE_FILE, Layout, temp_name
+from majordomus.usage.episode import short_tokens
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -135,6 +136,7 @@ def write_md(out: Output, items: Iterable[dict[str, Any]], meta: dict[str, Any])
                 ("started", e["started_at"] or "-"), ("closed", e["closed_at"] or "-"),
                 ("duration", duration(e["duration_seconds"])), ("branch", e["branch"] or "-"),
                 ("heads", f"{(e['start_head'] or '-')[:7]} → {(e['head'] or '-')[:7]}")]
+        rows += usage_rows(item["usage"])
         if item["resume"]:
             rows.append(("resume", item["resume"]["command"] or item["resume"]["sentence"]))
         out.write("".join(f"- **{k}**: {_md_inline(str(v))}\n" for k, v in rows))
@@ -231,6 +233,14 @@ def write_html(out: Output, items: Iterable[dict[str, Any]], meta: dict[str, Any
     return n
 
 
+def _spent(used: dict[str, Any]) -> str:
+    """` · 12.3k tokens · $0.0421` for a counted usage, nothing otherwise (the page's summary line)."""
+    if used["state"] != "counted":
+        return ""
+    total = sum(used[f"{k}_tokens"] for k in ("input", "output", "cache_read", "cache_write"))
+    return f" · {short_tokens(total)} tokens · {used['cost'] or '-'}"
+
+
 def _html_episode(item: dict[str, Any]) -> str:
     e = item["episode"]
     state = e["state"] if e["state"] in ("closed", "interrupted", "open", "detached") else "unknown"
@@ -238,7 +248,8 @@ def _html_episode(item: dict[str, Any]) -> str:
              f'<span class="state">{_e(e["state"])}</span><span class="id">{_e(e["id"])}</span>'
              f'<span>{_e(e["title"])}</span><span class="dim">{_e(e["provider"])} · {_e(when(e["started_at"]))} · '
              f'{_e(duration(e["duration_seconds"]))} · {_e(e["branch"])} · {len(item["prompts"])} prompt(s) · '
-             f'{len(item["commits"]["items"])} commit(s)</span></summary>\n<div class="body">\n']
+             f'{len(item["commits"]["items"])} commit(s){_e(_spent(item["usage"]))}</span></summary>\n'
+             '<div class="body">\n']
     if item["resume"]:
         parts.append(f'<p class="dim">resume: {_e(item["resume"]["command"] or item["resume"]["sentence"])}</p>\n')
     parts.append(f'<h3>Prompts ({len(item["prompts"])})</h3>\n<ol class="prompts">\n')

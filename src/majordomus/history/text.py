@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 from majordomus.history.timeline import Episode
+from majordomus.usage.episode import Usage, columns, dollars
+from majordomus.usage.prices import Price
 
 COLOURS = {"closed": "32", "interrupted": "31", "open": "36", "detached": "33"}  # green, red, cyan, yellow
 
@@ -52,8 +55,29 @@ def table(rows: Sequence[Sequence[str]], colours: Sequence[str | None], colour: 
     return out
 
 
-def episode_rows(episodes: Sequence[Episode], counts: dict[str, int], colour: bool) -> list[str]:
+def episode_rows(episodes: Sequence[Episode], counts: dict[str, int], colour: bool, usages: dict[str, Usage],
+                 prices: dict[str, Price]) -> list[str]:
     rows = [(e.id, e.provider or "-", e.state, when(e.started_at),
              duration(e.duration_seconds()) + ("+" if e.is_open else ""), e.branch or "-",
-             str(counts.get(e.id, 0)), e.title or "-") for e in episodes]
+             str(counts.get(e.id, 0)), *columns(usages.get(e.id), prices), e.title or "-") for e in episodes]
     return table(rows, [COLOURS.get(e.state) for e in episodes], colour)
+
+
+def usage_rows(used: dict[str, Any]) -> list[tuple[str, str]]:
+    """`show`'s rows for the usage member of `show --json`: the tokens, each model, the cost, or why not."""
+    if used["state"] != "counted":
+        return [("usage", used["note"] or used["state"])]
+    kinds = ("input", "output", "cache_read", "cache_write")
+    total = sum(used[f"{k}_tokens"] for k in kinds)
+    rows = [("tokens", f"{total:,}: " + " · ".join(f"{k.replace('_', ' ')} {used[f'{k}_tokens']:,}" for k in kinds))]
+    for m in used["models"]:
+        price = m["price"]
+        cost = "price unknown" if m["cost_usd"] is None else (
+            f"{dollars(m['cost_usd'])} at {'the policy' if price['source'] == 'policy' else 'the table'}'s price"
+            + (f" of {price['as_of']}" if price["source"] == "table" else ""))
+        tokens = sum(m[f"{k}_tokens"] for k in kinds)
+        rows.append(("model", f"{m['model']}: {m['requests']} request(s), {tokens:,} tokens, {cost}"))
+    rows.append(("cost", used["cost"] or "-"))
+    if used["note"]:
+        rows.append(("usage note", used["note"]))
+    return rows

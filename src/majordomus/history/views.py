@@ -10,6 +10,8 @@ from __future__ import annotations
 from majordomus.history import detail, index
 from majordomus.history.timeline import Episode, Filters, all_episodes, select
 from majordomus.layout import Layout
+from majordomus.usage.episode import Usage, policy_overrides, usage_json, usages
+from majordomus.usage.prices import Price
 from majordomus.values import value
 
 TYPE_CHECKING = False
@@ -31,10 +33,13 @@ class Listing:
     episodes: tuple[Episode, ...]
     counts: dict[str, int]
     note: str | None
+    usages: dict[str, Usage]
+    prices: dict[str, Price]  # the policy's rows over the table's
 
     def to_json(self, root: Path) -> dict[str, Any]:
         return {"schema": EPISODES_SCHEMA, "count": len(self.episodes),
-                "episodes": [e.to_json(self.counts.get(e.id, 0), root) for e in self.episodes]}
+                "episodes": [e.to_json(self.counts.get(e.id, 0), root)
+                             | {"usage": usage_json(self.usages[e.id], self.prices)} for e in self.episodes]}
 
 
 def listing(layout: Layout, filters: Filters) -> Listing:
@@ -44,7 +49,8 @@ def listing(layout: Layout, filters: Filters) -> Listing:
         counts = idx.prompt_counts()
     finally:
         idx.close()
-    return Listing(tuple(select(all_episodes(layout), filters)), counts, note)
+    chosen = tuple(select(all_episodes(layout), filters))
+    return Listing(chosen, counts, note, usages(layout, chosen), policy_overrides(layout))
 
 
 # -- one episode ----------------------------------------------------------------------------------------------
@@ -120,6 +126,8 @@ class Found:
     matched: int
     totals: tuple[int, int] | None
     note: str | None
+    usages: dict[str, Usage]  # of the chosen hits' episodes
+    prices: dict[str, Price]
 
     def to_json(self, query: str) -> dict[str, Any]:
         on, off = HIGHLIGHT
@@ -128,7 +136,12 @@ class Found:
                              "episode_state": e.state if e else None, "at": h.at, "provider": h.provider,
                              "branch": h.branch, "episode_link": h.link if h.kind == "prompt" else None,
                              "pruned": h.pruned, "rank": round(h.rank, 6),
-                             "snippet": marked(h.snippet, on, off)} for h, e in self.chosen]}
+                             "snippet": marked(h.snippet, on, off),
+                             "episode_usage": self.usage_of(e)} for h, e in self.chosen]}
+
+    def usage_of(self, e: Episode | None) -> dict[str, Any] | None:
+        """A hit's episode's usage, in the shape of `episodes --json` (None for a hit without an episode)."""
+        return None if e is None else usage_json(self.usages[e.id], self.prices)
 
 
 def marked(snippet: str, on: str, off: str) -> str:
@@ -165,7 +178,9 @@ def search(layout: Layout, query: str, filters: Filters) -> Found:
         chosen.append((h, e))
         if filters.limit is not None and len(chosen) >= filters.limit:
             break
-    return Found(tuple(chosen), len(hits), totals, note)
+    their = {e.id: e for _, e in chosen if e is not None}
+    return Found(tuple(chosen), len(hits), totals, note, usages(layout, their.values()) if their else {},
+                 policy_overrides(layout) if their else {})
 
 
 def literal(words: str) -> str:

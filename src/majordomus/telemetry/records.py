@@ -21,6 +21,8 @@ from majordomus.episodes import store
 from majordomus.history.timeline import Episode
 from majordomus.identity import parse_rfc3339
 from majordomus.layout import Layout
+from majordomus.usage.episode import Usage, bill, policy_overrides, usage_of
+from majordomus.usage.prices import Price
 from majordomus.values import value
 
 TYPE_CHECKING = False
@@ -128,6 +130,8 @@ class Sources:
     ledger's compaction times and client sessions, the working contexts' client sessions, linked prompts."""
 
     def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.prices = policy_overrides(layout)
         self.compacted: dict[str, list[str]] = {}
         self.client_sessions: dict[str, str] = {}
         for line in ledger.read(layout):
@@ -170,6 +174,7 @@ def episode_span(repository: str, e: Episode, sources: Sources) -> Span | None:
     attrs["majordomus.episode.compactions"] = e.compactions
     attrs["majordomus.episode.commits"] = len([c for c in e.commits if c != "diverged"])
     attrs["majordomus.episode.changed_files"] = len(e.changed_files)
+    _usage(attrs, usage_of(sources.layout, e, e.provider_session or sources.client_sessions.get(e.id)), sources.prices)
     events: list[tuple[str, int, dict[str, Any]]] = []
     times = sources.compacted.get(e.id, [])
     for n in range(1, e.compactions + 1):
@@ -184,6 +189,24 @@ def episode_span(repository: str, e: Episode, sources: Sources) -> Span | None:
     why = (e.end_reason or "interrupted") if status == "error" else None
     return Span(e.id, trace_id(repository, e.id), span_id(repository, e.id), f"episode {e.provider or 'unknown'}",
                 start, end, status, why, attrs, tuple(events))
+
+
+def _usage(attrs: dict[str, Any], used: Usage, prices: dict[str, Price]) -> None:
+    """The GenAI conventions' usage attributes (input counts every prompt token, cached ones too) and the cost."""
+    attrs["majordomus.usage.state"] = used.state
+    if used.state != "counted":
+        return
+    t = used.tokens
+    attrs["gen_ai.usage.input_tokens"] = t.input + t.cache_read + t.cache_write
+    attrs["gen_ai.usage.output_tokens"] = t.output
+    attrs["gen_ai.usage.cache_read.input_tokens"] = t.cache_read
+    attrs["gen_ai.usage.cache_creation.input_tokens"] = t.cache_write
+    if used.models:  # the model that did most of the work; every model is in majordomus.usage.models
+        _put(attrs, "gen_ai.request.model", max(used.models, key=lambda m: (m.tokens.total, m.model)).model)
+        attrs["majordomus.usage.models"] = [m.model for m in used.models]
+    cost = bill(used, prices).total
+    if cost is not None:
+        attrs["majordomus.usage.cost_usd"] = cost
 
 
 def prompt_log(repository: str, name: str, r: PromptRecord, with_prompts: bool) -> Log | None:

@@ -1,0 +1,254 @@
+"""The usage of one episode: which reader, which files, the window, the cache, and the sentence for each way it
+cannot be known. `usages` answers for many episodes at once (the client sessions are looked up once).
+
+Read only for an ended episode, from the files the reader finds where its client writes them (the environment
+of this command: HOME, CLAUDE_CONFIG_DIR, CODEX_HOME, …). The count is kept under `.ai/local/state/usage/`,
+checked against each file's size and modification time, so a listing reads a transcript once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal, Protocol
+
+from majordomus import ledger
+from majordomus.episodes import store
+from majordomus.layout import Layout, ensure_dir, refuse_symlink, write_atomic
+from majordomus.usage import claude_code, codex, copilot, gemini
+from majordomus.usage.prices import Price, price_of
+from majordomus.usage.tally import Tally, Tokens, Window
+
+READERS: dict[str, ModuleType] = {"claude-code": claude_code, "codex": codex, "gemini": gemini,
+                                  "copilot": copilot}
+CACHE_SCHEMA = "majordomus.usage-cache/v2"  # a new reader rule gets a new number: every count is made again
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,79}")
+
+State = Literal["counted", "pending", "unsupported", "unknown-session", "missing", "unreadable"]
+
+
+class EpisodeLike(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def provider(self) -> str | None: ...
+    @property
+    def started_at(self) -> str | None: ...
+    @property
+    def closed_at(self) -> str | None: ...
+    @property
+    def provider_session(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class ModelCount:
+    model: str
+    tokens: Tokens
+    requests: int
+
+
+@dataclass(frozen=True)
+class Usage:
+    state: State
+    models: tuple[ModelCount, ...] = ()
+    note: str | None = None
+
+    @property
+    def tokens(self) -> Tokens:
+        total = Tokens()
+        for m in self.models:
+            total = total + m.tokens
+        return total
+
+
+@dataclass(frozen=True)
+class Bill:
+    """What the usage cost: per model (None where its price is unknown), the total only when every model with
+    tokens has a price."""
+
+    per_model: tuple[tuple[ModelCount, Price | None, float | None], ...]
+    total: float | None
+    unknown: tuple[str, ...]
+
+    @property
+    def shown(self) -> str | None:
+        if self.total is not None:
+            return dollars(self.total)
+        return "price unknown" if self.unknown else None
+
+
+def dollars(amount: float) -> str:
+    return f"${amount:,.2f}" if amount >= 1 else f"${amount:.4f}"
+
+
+def bill(usage: Usage, overrides: dict[str, Price]) -> Bill:
+    rows, unknown, total = [], [], 0.0
+    for m in usage.models:
+        price = price_of(m.model, overrides)
+        cost = None if price is None else price.cost(m.tokens)
+        if cost is None and m.tokens.total:
+            unknown.append(m.model)
+        rows.append((m, price, cost))
+        total += cost or 0.0
+    known = usage.state == "counted" and not unknown
+    return Bill(tuple(rows), round(total, 6) if known else None, tuple(unknown))
+
+
+def usage_json(usage: Usage, overrides: dict[str, Price]) -> dict[str, Any]:
+    """The `usage` member of `episodes --json`, `show --json` and the export (docs/usage.md)."""
+    b = bill(usage, overrides)
+    t = usage.tokens
+    return {"state": usage.state, "input_tokens": t.input, "output_tokens": t.output,
+            "cache_read_tokens": t.cache_read, "cache_write_tokens": t.cache_write,
+            "models": [{"model": m.model, "requests": m.requests, "input_tokens": m.tokens.input,
+                        "output_tokens": m.tokens.output, "cache_read_tokens": m.tokens.cache_read,
+                        "cache_write_tokens": m.tokens.cache_write,
+                        "cost_usd": None if cost is None else round(cost, 6),
+                        "price": None if price is None else {"as_of": price.as_of, "source": price.source}}
+                       for m, price, cost in b.per_model],
+            "cost_usd": b.total, "cost": b.shown, "note": usage.note}
+
+
+# -- which client session ---------------------------------------------------------------------------------------
+def client_sessions(layout: Layout) -> dict[str, str]:
+    """Episode id → the client's session id, from this checkout's working contexts, else its ledger."""
+    found: dict[str, str] = {}
+    for line in ledger.read(layout):
+        ps = line.get("provider_session")
+        if line.get("event") == "session.started" and isinstance(ps, str) and ps:
+            found.setdefault(str(line.get("session")), ps)
+    for ctx in store.working_contexts(layout):
+        if ctx.provider_session:
+            found[ctx.session_id] = ctx.provider_session
+    return found
+
+
+def usages(layout: Layout, episodes: Iterable[EpisodeLike], env: Mapping[str, str] | None = None
+           ) -> dict[str, Usage]:
+    episodes = list(episodes)
+    sessions = client_sessions(layout) if any(e.closed_at for e in episodes) else {}
+    return {e.id: usage_of(layout, e, e.provider_session or sessions.get(e.id), env) for e in episodes}
+
+
+def usage_of(layout: Layout, e: EpisodeLike, session: str | None, env: Mapping[str, str] | None = None) -> Usage:
+    reader = READERS.get(e.provider or "")
+    if reader is None:
+        what = "an MCP connection episode: its client's model usage never reaches majordomus" \
+            if e.provider == "generic" else f"{e.provider or 'this client'} keeps no record of usage majordomus reads"
+        return Usage("unsupported", note=what)
+    if not e.closed_at or not e.started_at:
+        return Usage("pending", note="still open: its usage is read from the client's record once it ends")
+    if not session:
+        return Usage("unknown-session", note="the client's session id of this episode is not known in this "
+                                             "checkout (it is kept in the working context where the episode ran)")
+    env = os.environ if env is None else env
+    window = Window.of(e.started_at, e.closed_at)
+    cache = _cache_path(layout, e.id)
+    kept = _cached(cache, session, window)
+    if kept is not None:
+        return kept
+    paths = reader.locate(session, env)
+    if not paths:
+        return Usage("missing", note=f"no {reader.TITLE} record of session {session} was found at "
+                                     f"{reader.where(env)}")
+    tally = Tally()
+    try:
+        stamps = [_stamp(p) for p in paths]
+        reader.read(paths, window, tally)
+    except OSError as exc:
+        return Usage("unreadable", note=f"{reader.TITLE}'s record of session {session} could not be read: "
+                                        f"{exc.strerror or exc}")
+    found = _usage(tally, reader.TITLE, paths)
+    _keep(cache, session, window, stamps, found)
+    return found
+
+
+def _usage(tally: Tally, title: str, paths: list[Path]) -> Usage:
+    notes = []
+    if tally.skipped:
+        notes.append(f"{tally.skipped} entr{'y' if tally.skipped == 1 else 'ies'} of {', '.join(map(str, paths))} "
+                     f"{'was' if tally.skipped == 1 else 'were'} not what {title} writes and "
+                     f"{'was' if tally.skipped == 1 else 'were'} not counted")
+    if tally.cut:
+        notes.append(tally.cut)
+    if not tally.models:
+        notes.append(f"{title}'s record holds no answer of a model inside this episode's window")
+    models = tuple(ModelCount(name, tokens, tally.requests.get(name, 0))
+                   for name, tokens in sorted(tally.models.items()))
+    return Usage("counted", models, "; ".join(notes) or None)
+
+
+# -- the cache -----------------------------------------------------------------------------------------------------
+def _cache_path(layout: Layout, episode: str) -> Path | None:
+    """Where an episode's count is kept; None for an id that is no safe file name (records are shared files)."""
+    return layout.state / "usage" / f"{episode}.json" if _SAFE_ID.fullmatch(episode) else None
+
+
+def _stamp(path: Path) -> list[Any]:
+    st = path.stat()
+    return [str(path), st.st_size, st.st_mtime_ns]
+
+
+def _cached(cache: Path | None, session: str, window: Window) -> Usage | None:
+    if cache is None or cache.is_symlink():
+        return None
+    try:
+        doc = json.loads(cache.read_bytes())
+        if (doc.get("schema") != CACHE_SCHEMA or doc.get("session") != session
+                or doc.get("window") != [window.start, window.end]):
+            return None
+        for path, size, mtime in doc["files"]:
+            st = os.stat(path)
+            if st.st_size != size or st.st_mtime_ns != mtime:
+                return None
+        models = tuple(ModelCount(str(m["model"]), Tokens.from_json(m), int(m["requests"])) for m in doc["models"])
+        return Usage("counted", models, doc.get("note"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _keep(cache: Path | None, session: str, window: Window, stamps: list[list[Any]], usage: Usage) -> None:
+    if cache is None:
+        return
+    doc = {"schema": CACHE_SCHEMA, "session": session, "window": [window.start, window.end], "files": stamps,
+           "models": [{"model": m.model, "requests": m.requests, **m.tokens.to_json()} for m in usage.models],
+           "note": usage.note}
+    try:
+        refuse_symlink(cache.parent)
+        ensure_dir(cache.parent)
+        write_atomic(cache, json.dumps(doc).encode(), sync=False)
+    except Exception:  # noqa: BLE001 - a count that cannot be kept is made again next time, never an error
+        pass
+
+
+def policy_overrides(layout: Layout) -> dict[str, Price]:
+    """The policy's price rows; none when the policy does not parse (doctor names it, the table still prices)."""
+    from majordomus.errors import ContractError
+    from majordomus.policy import load_policy
+    from majordomus.usage.prices import overrides
+
+    try:
+        return overrides(load_policy(layout))
+    except ContractError:
+        return {}
+
+
+def short_tokens(n: int) -> str:
+    """`950`, `12.3k`, `4.56M`: a column's width."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.2f}M"
+
+
+def columns(usage: Usage | None, overrides: dict[str, Price]) -> tuple[str, str]:
+    """The `episodes` columns: tokens and cost (`-` where the usage is not counted)."""
+    if usage is None or usage.state != "counted":
+        return "-", "-"
+    return short_tokens(usage.tokens.total), bill(usage, overrides).shown or "$0.0000"

@@ -1,0 +1,157 @@
+"""The counting every reader shares: four token counts per model, the episode's window, and a bounded reader of
+a client's file (lines, or one JSON document) that says what it could not read instead of stopping.
+
+Tokens are kept disjoint, so that they add up and price separately: `input` is the prompt tokens neither read
+from nor written to a cache (a client whose API counts cached tokens inside its input has them taken out by its
+reader), `output` includes reasoning ("thinking") tokens, which every vendor bills as output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+KINDS = ("input", "output", "cache_read", "cache_write")
+MAX_FILE_BYTES = 256 * 1024 * 1024  # past this much of one file, the rest is not read and the usage says so
+MAX_LINE_BYTES = 16 * 1024 * 1024  # one line of a transcript (a huge tool output); a longer one is skipped
+
+
+@dataclass(frozen=True)
+class Tokens:
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    def __add__(self, other: Tokens) -> Tokens:
+        return Tokens(self.input + other.input, self.output + other.output, self.cache_read + other.cache_read,
+                      self.cache_write + other.cache_write)
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output + self.cache_read + self.cache_write
+
+    def to_json(self) -> dict[str, int]:
+        return {"input": self.input, "output": self.output, "cache_read": self.cache_read,
+                "cache_write": self.cache_write}
+
+    @classmethod
+    def from_json(cls, doc: Any) -> Tokens:
+        return cls(*(count(doc.get(k)) if isinstance(doc, dict) else 0 for k in KINDS))
+
+
+def home_of(env: Mapping[str, str]) -> Path:
+    return Path(env.get("HOME") or Path.home())
+
+
+def shown(path: Path, env: Mapping[str, str]) -> str:
+    """A path as a sentence names it: `~/.claude/projects` under the home, else whole."""
+    home = home_of(env)
+    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) and path != home else str(path)
+
+
+def count(found: Any) -> int:
+    """A token count as a client wrote it: a non-negative whole number, anything else 0."""
+    return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else 0
+
+
+@dataclass(frozen=True)
+class Window:
+    """The episode's span as UTC second stamps (`2026-12-02T08:00:00`), both ends included: a client's entries
+    carry milliseconds, the episode's moments are whole seconds."""
+
+    start: str
+    end: str
+
+    @classmethod
+    def of(cls, started_at: str, closed_at: str) -> Window:
+        return cls(started_at[:19], closed_at[:19])
+
+    def holds(self, stamp: Any) -> bool:
+        key = second_of(stamp)
+        return key is not None and self.start <= key <= self.end
+
+
+def second_of(stamp: Any) -> str | None:
+    """`2026-12-02T08:00:00` of an ISO 8601 moment in UTC (`…Z`) or with an offset, or of epoch milliseconds;
+    None for anything else."""
+    if isinstance(stamp, str):
+        if len(stamp) >= 20 and stamp.endswith("Z") and stamp[10] == "T":
+            return stamp[:19]
+        try:
+            moment = datetime.fromisoformat(stamp)
+        except ValueError:
+            return None
+        if moment.tzinfo is None:
+            return None
+        return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) and stamp > 10**11:
+        return datetime.fromtimestamp(stamp / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return None
+
+
+@dataclass
+class Tally:
+    """What one episode's readers found: tokens and model requests per model, and what they could not read."""
+
+    models: dict[str, Tokens] = field(default_factory=dict)
+    requests: dict[str, int] = field(default_factory=dict)
+    skipped: int = 0  # lines or entries that were not what the client writes
+    cut: str | None = None  # a sentence when a bound stopped the reading
+
+    def add(self, model: str | None, tokens: Tokens, requests: int = 1) -> None:
+        name = model or "unknown"
+        self.models[name] = self.models.get(name, Tokens()) + tokens
+        self.requests[name] = self.requests.get(name, 0) + requests
+
+
+def json_lines(path: Path, tally: Tally, wanted: bytes | None = None) -> Iterator[dict[str, Any]]:
+    """Each line of a JSONL file that is a JSON object, read in bounded pieces. `wanted`: lines without these
+    bytes are passed over unparsed (a transcript is mostly text the usage does not need). A line that is not JSON
+    is counted in `skipped`, except a last line still being written; a bound reached is said in `cut`."""
+    read = 0
+    with path.open("rb") as handle:
+        while True:
+            line = handle.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                return
+            read += len(line)
+            if read > MAX_FILE_BYTES:
+                tally.cut = f"only the first {MAX_FILE_BYTES // (1024 * 1024)} MiB of {path} were read"
+                return
+            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                tally.skipped += 1
+                while line and not line.endswith(b"\n"):  # the rest of the over-long line
+                    line = handle.readline(MAX_LINE_BYTES + 1)
+                    read += len(line)
+                continue
+            if wanted is not None and wanted not in line:
+                continue
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                if line.endswith(b"\n"):
+                    tally.skipped += 1
+                continue
+            if isinstance(doc, dict):
+                yield doc
+            else:
+                tally.skipped += 1
+
+
+def json_document(path: Path, tally: Tally) -> Any:
+    """A file that is one JSON document, read only within the bound; None (and `cut` or `skipped` said) when it
+    is too large or not JSON."""
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        tally.cut = f"{path} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB and was not read"
+        return None
+    try:
+        return json.loads(path.read_bytes())
+    except ValueError:
+        tally.skipped += 1
+        return None
