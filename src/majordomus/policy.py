@@ -120,8 +120,9 @@ def validate_raw(raw: Any, source: Path) -> Policy:
             continue
         values[dotted] = value
     endpoint, interval = _telemetry(raw.get("telemetry"), problems)
+    prices = _prices(raw.get("usage"), problems)
     return Policy(values=values, declared=frozenset(declared), problems=tuple(problems), otlp_endpoint=endpoint,
-                  otlp_interval_seconds=interval, prices=_prices(raw.get("usage"), problems))
+                  otlp_interval_seconds=interval, prices=prices)
 
 
 def price_row(row: Any, where: str, problems: list[str]) -> dict[str, Any] | None:

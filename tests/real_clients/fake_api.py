@@ -84,6 +84,18 @@ SUMMARY_ASKED = re.compile(r"(?i)summary of (the|this|the entire) conversation|C
                            r"<state_snapshot>")
 
 
+@dataclass(frozen=True)
+class Figures:
+    """What one answer's usage reported, as the four disjoint kinds majordomus counts (docs/usage.md): the input
+    without the cache, the output with its reasoning."""
+
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+    reasoning: int  # inside `output`
+
+
 @dataclass
 class Request:
     method: str
@@ -93,6 +105,7 @@ class Request:
     body: Any
     raw: bytes
     at: float = field(default_factory=time.monotonic)
+    reported: Figures | None = None  # set when the answer reported distinct figures (FakeApi.distinct_usage)
 
     @property
     def api(self) -> str:
@@ -207,6 +220,7 @@ class FakeApi:
         self.tool_calls_sent: list[str] = []
         self.summaries: list[Request] = []  # the clients' requests to sum up their conversation (compactions)
         self.reported_full = 0  # answers whose usage said the context was full
+        self.distinct_usage = False  # every answer reports figures of its own (n-th answer: 100+n input, …)
         self._step = 0
         self.stalled = threading.Event()  # set when a stalled answer has sent its first event
         self._release = threading.Event()
@@ -289,6 +303,15 @@ class FakeApi:
                 self.reported_full += 1
             return script.tokens
         return SMALL_CONTEXT
+
+    def figures(self, request: Request, n: int, *, cache_write: bool = True) -> Figures | None:
+        """The figures the n-th answer reports when `distinct_usage` is set (kept on the request), else None.
+        Gemini's API has no cache-write count (`cache_write=False`)."""
+        if not self.distinct_usage:
+            return None
+        request.reported = Figures(input=100 + n, output=20 + n, cache_read=30 + n,
+                                   cache_write=4 + n if cache_write else 0, reasoning=2 + n)
+        return request.reported
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         api = self
@@ -418,6 +441,10 @@ def anthropic(api: FakeApi, handler: BaseHTTPRequestHandler, request: Request) -
         stop_reason = "end_turn"
     usage = {"input_tokens": api.context_tokens(request), "output_tokens": 6, "cache_creation_input_tokens": 0,
              "cache_read_input_tokens": 0}
+    f = api.figures(request, n)
+    if f is not None:
+        usage = {"input_tokens": f.input, "output_tokens": f.output, "cache_creation_input_tokens": f.cache_write,
+                 "cache_read_input_tokens": f.cache_read}
     message = {"id": f"msg_{n:04d}", "type": "message", "role": "assistant", "model": model, "content": [block],
                "stop_reason": stop_reason, "stop_sequence": None, "usage": usage}
     if not body.get("stream"):
@@ -441,7 +468,7 @@ def anthropic(api: FakeApi, handler: BaseHTTPRequestHandler, request: Request) -
                   "content_block_delta")
     sse.event({"type": "content_block_stop", "index": 0}, "content_block_stop")
     sse.event({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-               "usage": {"output_tokens": 6}}, "message_delta")
+               "usage": {"output_tokens": usage["output_tokens"]}}, "message_delta")
     sse.event({"type": "message_stop"}, "message_stop")
 
 
@@ -478,6 +505,13 @@ def responses(api: FakeApi, handler: BaseHTTPRequestHandler, request: Request) -
     tokens = api.context_tokens(request)
     usage = {"input_tokens": tokens, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 6,
              "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": tokens + 6}
+    f = api.figures(request, n)
+    if f is not None:  # OpenAI's counting: the cache inside the input, the reasoning inside the output
+        prompt = f.input + f.cache_read + f.cache_write
+        usage = {"input_tokens": prompt,
+                 "input_tokens_details": {"cached_tokens": f.cache_read, "cache_write_tokens": f.cache_write},
+                 "output_tokens": f.output, "output_tokens_details": {"reasoning_tokens": f.reasoning},
+                 "total_tokens": prompt + f.output}
     sse.event({"type": "response.completed",
                "response": {**base, "status": "completed", "output": [item], "usage": usage}}, "response.completed")
 
@@ -489,7 +523,13 @@ def chat(api: FakeApi, handler: BaseHTTPRequestHandler, request: Request) -> Non
     base = {"id": f"chatcmpl-{n:04d}", "object": "chat.completion.chunk", "created": int(time.time()),
             "model": body.get("model", "fake-model")}
     tokens = api.context_tokens(request)
-    usage = {"prompt_tokens": tokens, "completion_tokens": 6, "total_tokens": tokens + 6}
+    usage: dict[str, Any] = {"prompt_tokens": tokens, "completion_tokens": 6, "total_tokens": tokens + 6}
+    f = api.figures(request, n)
+    if f is not None:
+        prompt = f.input + f.cache_read + f.cache_write
+        usage = {"prompt_tokens": prompt, "completion_tokens": f.output, "total_tokens": prompt + f.output,
+                 "prompt_tokens_details": {"cached_tokens": f.cache_read, "cache_write_tokens": f.cache_write},
+                 "completion_tokens_details": {"reasoning_tokens": f.reasoning}}
     if isinstance(script, Call):
         call = {"index": 0, "id": f"call_{n:04d}", "type": "function",
                 "function": {"name": script.name, "arguments": json.dumps(script.arguments)}}
@@ -531,8 +571,14 @@ def gemini(api: FakeApi, handler: BaseHTTPRequestHandler, request: Request) -> N
         part = {"text": script.words if isinstance(script, Text) else ""}
     tokens = api.context_tokens(request)
     usage = {"promptTokenCount": tokens, "candidatesTokenCount": 6, "totalTokenCount": tokens + 6}
+    n = api.next_id()
+    f = api.figures(request, n, cache_write=False)
+    if f is not None:  # Gemini's counting: the cache inside the prompt, the thoughts beside the candidates
+        usage = {"promptTokenCount": f.input + f.cache_read, "cachedContentTokenCount": f.cache_read,
+                 "candidatesTokenCount": f.output - f.reasoning, "thoughtsTokenCount": f.reasoning,
+                 "totalTokenCount": f.input + f.cache_read + f.output}
     chunk = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
-             "usageMetadata": usage, "modelVersion": model, "responseId": f"r{api.next_id()}"}
+             "usageMetadata": usage, "modelVersion": model, "responseId": f"r{n}"}
     if request.api == "gemini":
         send_json(handler, 200, chunk)
         return

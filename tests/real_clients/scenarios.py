@@ -70,6 +70,7 @@ class Headless:
 def headless(world: World) -> Headless:
     driver = world.driver
     world.api.script = Text()
+    world.api.distinct_usage = True  # each answer's usage its own figures, which the episode's must add up to
     prompt = f"Read README.md and sum it up in one line. The deploy token is {world.credential}, keep it out of it."
     first = sit(world, prompt, driver.headless(prompt))
     require_model_saw(first, world.credential)

@@ -60,7 +60,7 @@ def episode(state: str, **extra: object) -> Episode:
 def test_the_ids_are_the_same_on_every_run_and_the_status_follows_the_outcome(tmp_path: Path) -> None:
     sources = records.Sources.__new__(records.Sources)
     sources.compacted, sources.client_sessions, sources.turns = {}, {}, {}
-    sources.layout, sources.prices = Layout(tmp_path), {}
+    sources.layout, sources.prices, sources.known = Layout(tmp_path), {}, {}
     a = records.episode_span("local:r", episode("interrupted", end_reason="other"), sources)
     b = records.episode_span("local:r", episode("interrupted", end_reason="other"), sources)
     assert a is not None and b is not None and (a.trace_id, a.span_id) == (b.trace_id, b.span_id)

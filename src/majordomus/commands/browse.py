@@ -12,7 +12,7 @@ from majordomus.errors import MissingError, UsageError
 from majordomus.history import detail, index, text, views
 from majordomus.history.timeline import STATES, Episode, Filters, all_episodes, by_prefix, parse_moment, select
 from majordomus.layout import Layout
-from majordomus.usage.episode import columns, policy_overrides, usage_json, usage_of
+from majordomus.usage.episode import columns, known, policy_overrides, usage_json, usage_of
 
 
 def _print_json(data: dict[str, Any]) -> None:
@@ -122,7 +122,7 @@ def _show_episode(layout: Layout, e: Episode, as_json: bool) -> int:
     stat, stat_range = detail.diff_stat(layout, e)
     resume = detail.resume_of(layout, e)
     head = detail.current_head(layout, e)
-    used = usage_json(usage_of(layout, e, detail.client_session(layout, e)[0]), policy_overrides(layout))
+    used = usage_json(usage_of(layout, e, known(layout).get(e.id)), policy_overrides(layout))
     colour = text.use_colour(sys.stdout)
     how = e.state
     if e.end_reason or e.last_turn:

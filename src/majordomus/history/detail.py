@@ -18,7 +18,7 @@ from majordomus.errors import MajordomusError
 from majordomus.history.timeline import Episode
 from majordomus.identity import git_argv, head_state, now_utc, parse_rfc3339, rfc3339, run_bounded, worktree_id
 from majordomus.layout import Layout
-from majordomus.usage.episode import policy_overrides, usage_json, usage_of
+from majordomus.usage.episode import known, policy_overrides, usage_json, usage_of
 from majordomus.values import value
 
 TYPE_CHECKING = False
@@ -127,8 +127,8 @@ def whole(layout: Layout, e: Episode, prompt_names: list[str]) -> dict[str, Any]
     data.update(start_head=e.start_head, head=current_head(layout, e), compactions=e.compactions,
                 changed_files=list(e.changed_files), truncated=list(e.truncated), detached_at=e.detached_at,
                 last_activity_at=e.last_activity_at, older_schema=e.schema_note)
-    session, _ = client_session(layout, e)
-    return {"episode": data, "usage": usage_json(usage_of(layout, e, session), policy_overrides(layout)),
+    return {"episode": data, "usage": usage_json(usage_of(layout, e, known(layout).get(e.id)),
+                                                 policy_overrides(layout)),
             "prompts": [pr.to_json() for pr in prompts],
             "commits": {"source": commits.source, "note": commits.note,
                         "items": [{"commit": c, "subject": s} for c, s in commits.items]},

@@ -21,7 +21,7 @@ from majordomus.episodes import store
 from majordomus.history.timeline import Episode
 from majordomus.identity import parse_rfc3339
 from majordomus.layout import Layout
-from majordomus.usage.episode import Usage, bill, policy_overrides, usage_of
+from majordomus.usage.episode import Usage, bill, known, policy_overrides, usage_of
 from majordomus.usage.prices import Price
 from majordomus.values import value
 
@@ -132,6 +132,7 @@ class Sources:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self.prices = policy_overrides(layout)
+        self.known = known(layout)  # each episode's client session and close moments, for its usage
         self.compacted: dict[str, list[str]] = {}
         self.client_sessions: dict[str, str] = {}
         for line in ledger.read(layout):
@@ -174,7 +175,7 @@ def episode_span(repository: str, e: Episode, sources: Sources) -> Span | None:
     attrs["majordomus.episode.compactions"] = e.compactions
     attrs["majordomus.episode.commits"] = len([c for c in e.commits if c != "diverged"])
     attrs["majordomus.episode.changed_files"] = len(e.changed_files)
-    _usage(attrs, usage_of(sources.layout, e, e.provider_session or sources.client_sessions.get(e.id)), sources.prices)
+    _usage(attrs, usage_of(sources.layout, e, sources.known.get(e.id)), sources.prices)
     events: list[tuple[str, int, dict[str, Any]]] = []
     times = sources.compacted.get(e.id, [])
     for n in range(1, e.compactions + 1):

@@ -1,11 +1,14 @@
-"""Codex's rollout: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<local time>-<session>.jsonl` (`CODEX_HOME` is
-`~/.codex` unless set), one JSON object a line, each with a `timestamp`, a `type` and a `payload`.
+"""Codex's rollout: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<start time>-<session>.jsonl` (`CODEX_HOME` is
+`~/.codex` unless set), one JSON object a line, each with a `timestamp`, a `type` and a `payload`; a resumed
+session appends to the same file.
 
-The model of a turn is its `turn_context` line's `model`; usage comes in `event_msg` lines of payload type
-`token_count`, whose `info.total_token_usage` is the session's running total (OpenAI's counting: `input_tokens`
-includes `cached_input_tokens`, `output_tokens` includes `reasoning_output_tokens`). A token count can be
-repeated without a new request, so what a stretch used is the growth of the running total, never a sum of the
-per-request figures; a total that falls is a new process counting from zero.
+Each model request is a `token_usage_record` line (Codex 0.171): its `payload.usage` is that request's own count,
+`response_id` names the request (a record written twice counts once), `turn_id` the turn, whose `turn_context`
+line names the model. OpenAI's counting puts the cached and cache-written tokens inside `input_tokens` and the
+reasoning tokens inside `output_tokens`; the input is counted here without them.
+A rollout of an older Codex, with no such record, has only `token_count` events, whose `total_token_usage` is the
+session's running total: what a stretch used is that total's growth (a count repeated without a request adds
+nothing; a total that falls is a new process counting from zero).
 """
 
 from __future__ import annotations
@@ -35,33 +38,47 @@ def locate(session: str, env: Mapping[str, str]) -> list[Path]:
     return found
 
 
-def _running(total: Any) -> tuple[int, int, int] | None:
-    """(input without the cache, cache read, output) of a running total."""
-    if not isinstance(total, dict):
-        return None
-    cached = count(total.get("cached_input_tokens"))
-    return max(0, count(total.get("input_tokens")) - cached), cached, count(total.get("output_tokens"))
+def tokens_of(usage: Any) -> Tokens:
+    """One request's count in OpenAI's terms, as the four disjoint kinds."""
+    if not isinstance(usage, dict):
+        return Tokens()
+    read, write = count(usage.get("cached_input_tokens")), count(usage.get("cache_write_input_tokens"))
+    return Tokens(input=max(0, count(usage.get("input_tokens")) - read - write),
+                  output=count(usage.get("output_tokens")), cache_read=read, cache_write=write)
 
 
 def read(paths: list[Path], window: Window, tally: Tally) -> None:
     for path in paths:
+        models: dict[Any, str] = {}
+        records: dict[Any, tuple[Any, Tokens]] = {}
+        running: list[tuple[str | None, Any, Tokens]] = []  # the older form: (model, stamp, running total)
         model: str | None = None
-        before = (0, 0, 0)
         for line in json_lines(path, tally):
-            payload = line.get("payload")
+            payload, kind = line.get("payload"), line.get("type")
             if not isinstance(payload, dict):
                 continue
-            if line.get("type") == "turn_context" and isinstance(payload.get("model"), str):
+            if kind == "turn_context" and isinstance(payload.get("model"), str):
                 model = payload["model"]
-                continue
-            if line.get("type") != "event_msg" or payload.get("type") != "token_count":
-                continue
-            info = payload.get("info")
-            now = _running(info.get("total_token_usage")) if isinstance(info, dict) else None
-            if now is None:
-                continue
-            fresh = any(n < b for n, b in zip(now, before))
-            grown = now if fresh else tuple(n - b for n, b in zip(now, before))
-            before = now
-            if any(grown) and window.holds(line.get("timestamp")):
-                tally.add(model, Tokens(input=grown[0], cache_read=grown[1], output=grown[2]))
+                models[payload.get("turn_id")] = model
+            elif kind == "token_usage_record":
+                if window.holds(line.get("timestamp")):
+                    key = payload.get("response_id") or (len(records), line.get("timestamp"))
+                    records[key] = (payload.get("turn_id"), tokens_of(payload.get("usage")))
+            elif kind == "event_msg" and payload.get("type") == "token_count" and isinstance(payload.get("info"),
+                                                                                               dict):
+                running.append((model, line.get("timestamp"), tokens_of(payload["info"].get("total_token_usage"))))
+        for turn, tokens in records.values():
+            tally.add(models.get(turn), tokens)
+        if not records:
+            _growth(running, window, tally)
+
+
+def _growth(running: list[tuple[str | None, Any, Tokens]], window: Window, tally: Tally) -> None:
+    before = Tokens()
+    for model, stamp, now in running:
+        kinds = list(zip((now.input, now.output, now.cache_read, now.cache_write),
+                         (before.input, before.output, before.cache_read, before.cache_write)))
+        grown = now if any(n < b for n, b in kinds) else Tokens(*(n - b for n, b in kinds))
+        before = now
+        if grown.total and window.holds(stamp):
+            tally.add(model, grown)

@@ -1,11 +1,17 @@
-"""Copilot CLI's session events: `~/.copilot/session-state/<session>/events.jsonl` (the folder is
-`$COPILOT_HOME` when set, else `$XDG_CONFIG_HOME/.copilot`… as the client resolves it), one event a line.
+"""Copilot CLI's session events: `$COPILOT_HOME/session-state/<session>/events.jsonl` (`~/.copilot` unless set),
+one event a line with its `type`, `timestamp` and `data`; a resumed session appends to the same file.
+
+Each model request is a `session.usage_record` event: `data.usage` holds `model`, `inputTokens` (the cached and
+cache-written tokens inside it, as the chat completions API counts), `outputTokens` (reasoning inside it),
+`cacheReadTokens`, `cacheWriteTokens`, and `apiCallId`, which names the request (a record written twice counts
+once). The `session.shutdown` event's totals cover the whole session, every resume included, and are not used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from majordomus.usage.tally import Tally, Tokens, Window, count, home_of, json_lines, shown
 
@@ -23,18 +29,24 @@ def where(env: Mapping[str, str]) -> str:
 
 def locate(session: str, env: Mapping[str, str]) -> list[Path]:
     path = home(env) / "session-state" / session / "events.jsonl"
-    return [path] if path.is_file() else []
+    return [path] if "/" not in session and session not in ("", ".", "..") and path.is_file() else []
 
 
 def read(paths: list[Path], window: Window, tally: Tally) -> None:
+    requests: dict[Any, tuple[str | None, Tokens]] = {}
     for path in paths:
-        for line in json_lines(path, tally, b"usage"):
+        for line in json_lines(path, tally, b"session.usage_record"):
             data = line.get("data")
-            if line.get("type") != "assistant.usage" or not isinstance(data, dict):
+            usage = data.get("usage") if isinstance(data, dict) else None
+            if line.get("type") != "session.usage_record" or not isinstance(usage, dict):
                 continue
             if not window.holds(line.get("timestamp")):
                 continue
-            tally.add(data.get("model") if isinstance(data.get("model"), str) else None,
-                      Tokens(input=count(data.get("inputTokens")), output=count(data.get("outputTokens")),
-                             cache_read=count(data.get("cacheReadTokens")),
-                             cache_write=count(data.get("cacheWriteTokens"))))
+            read_, write = count(usage.get("cacheReadTokens")), count(usage.get("cacheWriteTokens"))
+            tokens = Tokens(input=max(0, count(usage.get("inputTokens")) - read_ - write),
+                            output=count(usage.get("outputTokens")), cache_read=read_, cache_write=write)
+            model = usage.get("model")
+            requests[usage.get("apiCallId") or (len(requests), line.get("timestamp"))] = (
+                model if isinstance(model, str) else None, tokens)
+    for model, tokens in requests.values():
+        tally.add(model, tokens)

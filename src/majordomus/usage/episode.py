@@ -22,11 +22,11 @@ from majordomus.episodes import store
 from majordomus.layout import Layout, ensure_dir, refuse_symlink, write_atomic
 from majordomus.usage import claude_code, codex, copilot, gemini
 from majordomus.usage.prices import Price, price_of
-from majordomus.usage.tally import Tally, Tokens, Window
+from majordomus.usage.tally import Tally, Tokens, Window, epoch
 
 READERS: dict[str, ModuleType] = {"claude-code": claude_code, "codex": codex, "gemini": gemini,
                                   "copilot": copilot}
-CACHE_SCHEMA = "majordomus.usage-cache/v2"  # a new reader rule gets a new number: every count is made again
+CACHE_SCHEMA = "majordomus.usage-cache/v1"  # a new reader rule gets a new number: every count is made again
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,79}")
 
 State = Literal["counted", "pending", "unsupported", "unknown-session", "missing", "unreadable"]
@@ -114,28 +114,66 @@ def usage_json(usage: Usage, overrides: dict[str, Price]) -> dict[str, Any]:
             "cost_usd": b.total, "cost": b.shown, "note": usage.note}
 
 
-# -- which client session ---------------------------------------------------------------------------------------
-def client_sessions(layout: Layout) -> dict[str, str]:
-    """Episode id → the client's session id, from this checkout's working contexts, else its ledger."""
-    found: dict[str, str] = {}
+# -- what this checkout knows of an episode ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Known:
+    """Beyond its record: the client's session id, and the moments that split its window from its neighbours'
+    in the same client session (see `Window`)."""
+
+    session: str | None
+    after: float | None = None  # when the episode before it in the same client session was closed
+    until: float | None = None  # when it was closed, to the sub-second
+
+
+def known(layout: Layout) -> dict[str, Known]:
+    """Every episode this checkout's working contexts (else its ledger) know: its client session, and each close
+    to the sub-second, which is the moment its working context was last written (the close is its last write;
+    a moment outside the close's own second, as a copied file has, is not taken)."""
+    sessions: dict[str, str] = {}
     for line in ledger.read(layout):
         ps = line.get("provider_session")
         if line.get("event") == "session.started" and isinstance(ps, str) and ps:
-            found.setdefault(str(line.get("session")), ps)
+            sessions.setdefault(str(line.get("session")), ps)
+    closes: dict[str, tuple[str, float | None]] = {}  # episode -> (opened_at, its close to the sub-second)
     for ctx in store.working_contexts(layout):
         if ctx.provider_session:
-            found[ctx.session_id] = ctx.provider_session
-    return found
+            sessions[ctx.session_id] = ctx.provider_session
+        closes[ctx.session_id] = (ctx.opened_at, _close_moment(layout, ctx))
+    by_session: dict[str, list[str]] = {}
+    for sid, ps in sessions.items():
+        by_session.setdefault(ps, []).append(sid)
+    out: dict[str, Known] = {}
+    for ps, sids in by_session.items():
+        sids.sort(key=lambda sid: closes.get(sid, ("", None))[0])
+        before: float | None = None
+        for sid in sids:
+            until = closes.get(sid, ("", None))[1]
+            out[sid] = Known(ps, before, until)
+            before = until
+    return out
+
+
+def _close_moment(layout: Layout, ctx: store.WorkingContext) -> float | None:
+    from majordomus.episodes.boundary import context_path
+
+    close = epoch(ctx.closed_at) if ctx.closed_at else None
+    if close is None:
+        return None
+    try:
+        written = context_path(layout, ctx.session_id, ctx.opened_at).stat().st_mtime_ns / 1e9
+    except OSError:
+        return None
+    return written if close <= written < close + 2 else None
 
 
 def usages(layout: Layout, episodes: Iterable[EpisodeLike], env: Mapping[str, str] | None = None
            ) -> dict[str, Usage]:
     episodes = list(episodes)
-    sessions = client_sessions(layout) if any(e.closed_at for e in episodes) else {}
-    return {e.id: usage_of(layout, e, e.provider_session or sessions.get(e.id), env) for e in episodes}
+    what = known(layout) if any(e.closed_at for e in episodes) else {}
+    return {e.id: usage_of(layout, e, what.get(e.id), env) for e in episodes}
 
 
-def usage_of(layout: Layout, e: EpisodeLike, session: str | None, env: Mapping[str, str] | None = None) -> Usage:
+def usage_of(layout: Layout, e: EpisodeLike, know: Known | None, env: Mapping[str, str] | None = None) -> Usage:
     reader = READERS.get(e.provider or "")
     if reader is None:
         what = "an MCP connection episode: its client's model usage never reaches majordomus" \
@@ -143,11 +181,16 @@ def usage_of(layout: Layout, e: EpisodeLike, session: str | None, env: Mapping[s
         return Usage("unsupported", note=what)
     if not e.closed_at or not e.started_at:
         return Usage("pending", note="still open: its usage is read from the client's record once it ends")
+    session = (know.session if know else None) or e.provider_session
     if not session:
         return Usage("unknown-session", note="the client's session id of this episode is not known in this "
                                              "checkout (it is kept in the working context where the episode ran)")
     env = os.environ if env is None else env
-    window = Window.of(e.started_at, e.closed_at)
+    try:
+        window = Window.of(e.started_at, e.closed_at, after=know.after if know else None,
+                           until=know.until if know else None)
+    except ValueError:
+        return Usage("unknown-session", note=f"the record's moments ({e.started_at}, {e.closed_at}) are not times")
     cache = _cache_path(layout, e.id)
     kept = _cached(cache, session, window)
     if kept is not None:

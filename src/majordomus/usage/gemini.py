@@ -1,15 +1,22 @@
-"""Gemini CLI's chat record: `~/.gemini/tmp/<project>/chats/session-<time>-<session's first 8>.json` (the home
-is `$GEMINI_CLI_HOME` when set), one JSON document: `sessionId` and `messages`, each answer of the model a
-message of type `gemini` with `model`, `timestamp` and `tokens` (`input` includes `cached`, `output` leaves
-out `thoughts`, which are billed as output).
+"""Gemini CLI's chat record: `<home>/.gemini/tmp/<project>/chats/session-<time>-<session's first 8>.jsonl`
+(`<home>` is `$GEMINI_CLI_HOME`, else the home; `<project>` the short name in `~/.gemini/projects.json`). The
+first line names the `sessionId`; each answer of the model is then a line of type `gemini` with its `id`,
+`model`, `timestamp` and `tokens`. A message is written again as it grows (its last line counts), and a
+resumed session rewrites its history in a `$set` line without tokens, which is not a message line and is passed
+over. An older Gemini CLI wrote `session-….json`, one document whose `messages` are the same objects.
+
+Gemini counts the cached tokens inside `input` and the reasoning (`thoughts`) beside `output`; here the input is
+without the cache and the output with the thoughts, as they are billed. The router's own small requests are not
+in the record, and not counted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
-from majordomus.usage.tally import Tally, Tokens, Window, count, home_of, json_document, shown
+from majordomus.usage.tally import Tally, Tokens, Window, count, home_of, json_document, json_lines, shown
 
 TITLE = "Gemini CLI"
 
@@ -20,29 +27,56 @@ def home(env: Mapping[str, str]) -> Path:
 
 
 def where(env: Mapping[str, str]) -> str:
-    return f"{shown(home(env) / 'tmp', env)}/*/chats/session-*-<session's first 8>.json"
+    return f"{shown(home(env) / 'tmp', env)}/*/chats/session-*-<session's first 8>.jsonl"
 
 
 def locate(session: str, env: Mapping[str, str]) -> list[Path]:
-    return sorted((home(env) / "tmp").glob(f"*/chats/session-*-{session[:8]}*.json"))
+    """The chat files whose name carries the session's first 8 characters and whose opening names the session
+    (8 characters alone could be another session's)."""
+    found = []
+    for path in sorted((home(env) / "tmp").glob(f"*/chats/session-*-{session[:8]}*.json*")):
+        if path.suffix in (".json", ".jsonl") and _names(path, session):
+            found.append(path)
+    return found
+
+
+def _names(path: Path, session: str) -> bool:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return f'"{session}"'.encode() in head
+
+
+def tokens_of(tokens: Any) -> Tokens:
+    if not isinstance(tokens, dict):
+        return Tokens()
+    cached = count(tokens.get("cached"))
+    return Tokens(input=max(0, count(tokens.get("input")) - cached), cache_read=cached,
+                  output=count(tokens.get("output")) + count(tokens.get("thoughts")))
+
+
+def _messages(path: Path, tally: Tally) -> Iterable[Any]:
+    if path.suffix == ".jsonl":
+        return json_lines(path, tally, b'"tokens"')
+    doc = json_document(path, tally)
+    messages = doc.get("messages") if isinstance(doc, dict) else None
+    if doc is not None and not isinstance(messages, list):
+        tally.skipped += 1
+    return messages if isinstance(messages, list) else []
 
 
 def read(paths: list[Path], window: Window, tally: Tally) -> None:
-    for path in paths:
-        doc = json_document(path, tally)
-        if not isinstance(doc, dict):
-            continue
-        messages = doc.get("messages")
-        if not isinstance(messages, list):
-            tally.skipped += 1
-            continue
-        for m in messages:
-            if not isinstance(m, dict) or m.get("type") != "gemini" or not window.holds(m.get("timestamp")):
+    answers: dict[Any, tuple[str | None, Tokens]] = {}
+    for n, path in enumerate(paths):
+        for m in _messages(path, tally):
+            if not isinstance(m, dict) or m.get("type") != "gemini" or not isinstance(m.get("tokens"), dict):
                 continue
-            tokens = m.get("tokens")
-            if not isinstance(tokens, dict):
+            if not window.holds(m.get("timestamp")):
                 continue
-            cached = count(tokens.get("cached"))
-            tally.add(m.get("model") if isinstance(m.get("model"), str) else None,
-                      Tokens(input=max(0, count(tokens.get("input")) - cached), cache_read=cached,
-                             output=count(tokens.get("output")) + count(tokens.get("thoughts"))))
+            model = m.get("model")
+            answers[m.get("id") or (n, len(answers))] = (model if isinstance(model, str) else None,
+                                                         tokens_of(m["tokens"]))
+    for model, tokens in answers.values():
+        tally.add(model, tokens)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -61,36 +61,38 @@ def count(found: Any) -> int:
 
 @dataclass(frozen=True)
 class Window:
-    """The episode's span as UTC second stamps (`2026-12-02T08:00:00`), both ends included: a client's entries
-    carry milliseconds, the episode's moments are whole seconds."""
+    """The episode's span in epoch seconds, `start` included, `end` not. From its record alone that is its start's
+    second to the end of its close's second; where this checkout knows the moment a close was written (the
+    working context's last write) that moment bounds the episode closed then, and the one of its client session
+    that opened after it: two episodes sharing a second are told apart."""
 
-    start: str
-    end: str
+    start: float
+    end: float
 
     @classmethod
-    def of(cls, started_at: str, closed_at: str) -> Window:
-        return cls(started_at[:19], closed_at[:19])
+    def of(cls, started_at: str, closed_at: str, *, after: float | None = None, until: float | None = None
+           ) -> Window:
+        start, close = epoch(started_at), epoch(closed_at)
+        if start is None or close is None:
+            raise ValueError(f"not an episode's moments: {started_at!r}, {closed_at!r}")
+        return cls(start if after is None else max(start, after), close + 1 if until is None else until)
 
     def holds(self, stamp: Any) -> bool:
-        key = second_of(stamp)
-        return key is not None and self.start <= key <= self.end
+        moment = epoch(stamp)
+        return moment is not None and self.start <= moment < self.end
 
 
-def second_of(stamp: Any) -> str | None:
-    """`2026-12-02T08:00:00` of an ISO 8601 moment in UTC (`…Z`) or with an offset, or of epoch milliseconds;
-    None for anything else."""
+def epoch(stamp: Any) -> float | None:
+    """Epoch seconds of an ISO 8601 moment in UTC (`…Z`) or with an offset, or of epoch milliseconds; None for
+    anything else (a moment without a zone says nothing certain)."""
     if isinstance(stamp, str):
-        if len(stamp) >= 20 and stamp.endswith("Z") and stamp[10] == "T":
-            return stamp[:19]
         try:
             moment = datetime.fromisoformat(stamp)
         except ValueError:
             return None
-        if moment.tzinfo is None:
-            return None
-        return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+        return None if moment.tzinfo is None else moment.timestamp()
     if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) and stamp > 10**11:
-        return datetime.fromtimestamp(stamp / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+        return stamp / 1000
     return None
 
 
