@@ -116,3 +116,23 @@ def test_a_file_past_its_bound_is_read_to_the_bound_and_says_so(tmp_path: Path,
     monkeypatch.setattr(tally, "MAX_FILE_BYTES", 2048)
     found = counted(claude_code, SAMPLES / "claude-code.jsonl")
     assert found.cut is not None and "only the first" in found.cut
+
+
+def test_a_codex_session_resumed_days_after_it_started_is_found_in_its_first_days_folder(tmp_path: Path) -> None:
+    session = "01a252dc-20bd-7b43-b53f-e4d1b84558ec"
+    folder = tmp_path / ".codex" / "sessions" / "2026" / "12" / "01"
+    folder.mkdir(parents=True)
+    (folder / f"rollout-2026-12-01T09-00-00-{session}.jsonl").write_text("")
+    (folder / "rollout-2026-12-01T09-00-00-01a252dc-0000-7b43-b53f-e4d1b84558ec.jsonl").write_text("")
+    mine = folder / f"rollout-2026-12-01T09-00-00-{session}.jsonl"
+    assert codex.locate(session, {"HOME": str(tmp_path)}, "2026-12-07T10:00:00Z") == [mine]
+
+
+def test_a_gemini_chat_of_another_session_with_the_same_first_eight_characters_is_not_read(tmp_path: Path) -> None:
+    chats = tmp_path / ".gemini" / "tmp" / "repo" / "chats"
+    chats.mkdir(parents=True)
+    mine, other = "7c0897d1-e04e-43b6-b9ca-b1dc2848b042", "7c0897d1-ffff-43b6-b9ca-b1dc2848b042"
+    (chats / "session-2026-12-07T23-35-7c0897d1.jsonl").write_text(json.dumps({"sessionId": other}) + "\n")
+    (chats / "session-2026-12-07T23-36-7c0897d1.jsonl").write_text(json.dumps({"sessionId": mine}) + "\n")
+    found = gemini.locate(mine, {"HOME": str(tmp_path)}, "2026-12-07T23:36:00Z")
+    assert found == [chats / "session-2026-12-07T23-36-7c0897d1.jsonl"]

@@ -27,7 +27,7 @@ def where(env: Mapping[str, str]) -> str:
     return f"{shown(config_dir(env) / 'projects', env)}/*/<session>.jsonl"
 
 
-def locate(session: str, env: Mapping[str, str]) -> list[Path]:
+def locate(session: str, env: Mapping[str, str], started_at: str) -> list[Path]:
     projects = config_dir(env) / "projects"
     found: list[Path] = []
     try:

@@ -13,11 +13,12 @@ nothing; a total that falls is a new process counting from zero).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from majordomus.usage.tally import Tally, Tokens, Window, count, home_of, json_lines, shown
+from majordomus.usage.tally import Tally, Tokens, Window, count, epoch, home_of, indexed, json_lines, shown
 
 TITLE = "Codex"
 
@@ -31,11 +32,26 @@ def where(env: Mapping[str, str]) -> str:
     return f"{shown(home(env) / 'sessions', env)}/YYYY/MM/DD/rollout-*-<session>.jsonl"
 
 
-def locate(session: str, env: Mapping[str, str]) -> list[Path]:
-    found: list[Path] = []
-    for folder in ("sessions", "archived_sessions"):
-        found.extend(sorted((home(env) / folder).glob(f"**/rollout-*-{session}.jsonl")))
-    return found
+def session_of(name: str) -> str | None:
+    """`rollout-2026-12-07T23-31-02-<session>.jsonl` → the session (its last 36 characters before `.jsonl`)."""
+    return name[-42:-6] if name.startswith("rollout-") and name.endswith(".jsonl") and len(name) > 50 else None
+
+
+def locate(session: str, env: Mapping[str, str], started_at: str) -> list[Path]:
+    """The rollout is in the folder of the day its session started (in the machine's local time): first the
+    episode's own day and the days either side, else every day's folder (a session resumed days later);
+    and `archived_sessions`. Each folder is listed once while it is unchanged."""
+    sessions, start = home(env) / "sessions", epoch(started_at)
+    near = sorted({time.strftime("%Y/%m/%d", time.gmtime(start + shift)) for shift in (-86400, 0, 86400)}) \
+        if start is not None else []
+    found = _in(session, [sessions / day for day in near])
+    if not found:
+        found = _in(session, sorted(p for p in sessions.glob("[0-9]*/[0-9]*/[0-9]*") if p.is_dir()))
+    return found + _in(session, [home(env) / "archived_sessions"])
+
+
+def _in(session: str, folders: list[Path]) -> list[Path]:
+    return [folder / name for folder in folders for name in indexed(folder, session_of).get(session, [])]
 
 
 def tokens_of(usage: Any) -> Tokens:
@@ -53,7 +69,7 @@ def read(paths: list[Path], window: Window, tally: Tally) -> None:
         records: dict[Any, tuple[Any, Tokens]] = {}
         running: list[tuple[str | None, Any, Tokens]] = []  # the older form: (model, stamp, running total)
         model: str | None = None
-        for line in json_lines(path, tally):
+        for line in json_lines(path, tally, b'"turn_context"', b'"token_usage_record"', b'"token_count"'):
             payload, kind = line.get("payload"), line.get("type")
             if not isinstance(payload, dict):
                 continue

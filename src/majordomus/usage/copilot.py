@@ -27,7 +27,7 @@ def where(env: Mapping[str, str]) -> str:
     return f"{shown(home(env) / 'session-state', env)}/<session>/events.jsonl"
 
 
-def locate(session: str, env: Mapping[str, str]) -> list[Path]:
+def locate(session: str, env: Mapping[str, str], started_at: str) -> list[Path]:
     path = home(env) / "session-state" / session / "events.jsonl"
     return [path] if "/" not in session and session not in ("", ".", "..") and path.is_file() else []
 

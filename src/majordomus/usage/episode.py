@@ -2,7 +2,7 @@
 cannot be known. `usages` answers for many episodes at once (the client sessions are looked up once).
 
 Read only for an ended episode, from the files the reader finds where its client writes them (the environment
-of this command: HOME, CLAUDE_CONFIG_DIR, CODEX_HOME, …). The count is kept under `.ai/local/state/usage/`,
+of this command: HOME, CLAUDE_CONFIG_DIR, CODEX_HOME, …). The count is kept in `.ai/local/state/usage.json`,
 checked against each file's size and modification time, so a listing reads a transcript once.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any, Literal, Protocol
 
 from majordomus import ledger
 from majordomus.episodes import store
-from majordomus.layout import Layout, ensure_dir, refuse_symlink, write_atomic
+from majordomus.layout import Layout, refuse_symlink, write_atomic
 from majordomus.usage import claude_code, codex, copilot, gemini
 from majordomus.usage.prices import Price, price_of
 from majordomus.usage.tally import Tally, Tokens, Window, epoch
@@ -27,7 +26,6 @@ from majordomus.usage.tally import Tally, Tokens, Window, epoch
 READERS: dict[str, ModuleType] = {"claude-code": claude_code, "codex": codex, "gemini": gemini,
                                   "copilot": copilot}
 CACHE_SCHEMA = "majordomus.usage-cache/v1"  # a new reader rule gets a new number: every count is made again
-_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,79}")
 
 State = Literal["counted", "pending", "unsupported", "unknown-session", "missing", "unreadable"]
 
@@ -169,11 +167,24 @@ def _close_moment(layout: Layout, ctx: store.WorkingContext) -> float | None:
 def usages(layout: Layout, episodes: Iterable[EpisodeLike], env: Mapping[str, str] | None = None
            ) -> dict[str, Usage]:
     episodes = list(episodes)
-    what = known(layout) if any(e.closed_at for e in episodes) else {}
-    return {e.id: usage_of(layout, e, what.get(e.id), env) for e in episodes}
+    ended = any(e.closed_at for e in episodes)
+    what, counts = (known(layout), Counts(layout)) if ended else ({}, None)
+    found = {e.id: usage_of(layout, e, what.get(e.id), env, counts) for e in episodes}
+    if counts is not None:
+        counts.save()
+    return found
 
 
-def usage_of(layout: Layout, e: EpisodeLike, know: Known | None, env: Mapping[str, str] | None = None) -> Usage:
+def usage_of(layout: Layout, e: EpisodeLike, know: Known | None, env: Mapping[str, str] | None = None,
+             counts: Counts | None = None) -> Usage:
+    """One episode's usage; `counts` is where counts are kept (a listing passes one for all its episodes, and
+    saves it; without one, this call reads and saves its own)."""
+    if counts is None and e.closed_at:
+        counts = Counts(layout)
+        try:
+            return usage_of(layout, e, know, env, counts)
+        finally:
+            counts.save()
     reader = READERS.get(e.provider or "")
     if reader is None:
         what = "an MCP connection episode: its client's model usage never reaches majordomus" \
@@ -191,11 +202,10 @@ def usage_of(layout: Layout, e: EpisodeLike, know: Known | None, env: Mapping[st
                            until=know.until if know else None)
     except ValueError:
         return Usage("unknown-session", note=f"the record's moments ({e.started_at}, {e.closed_at}) are not times")
-    cache = _cache_path(layout, e.id)
-    kept = _cached(cache, session, window)
+    kept = counts.get(e.id, session, window) if counts is not None else None
     if kept is not None:
         return kept
-    paths = reader.locate(session, env)
+    paths = reader.locate(session, env, e.started_at)
     if not paths:
         return Usage("missing", note=f"no {reader.TITLE} record of session {session} was found at "
                                      f"{reader.where(env)}")
@@ -207,7 +217,8 @@ def usage_of(layout: Layout, e: EpisodeLike, know: Known | None, env: Mapping[st
         return Usage("unreadable", note=f"{reader.TITLE}'s record of session {session} could not be read: "
                                         f"{exc.strerror or exc}")
     found = _usage(tally, reader.TITLE, paths)
-    _keep(cache, session, window, stamps, found)
+    if counts is not None:
+        counts.put(e.id, session, window, stamps, found)
     return found
 
 
@@ -226,47 +237,63 @@ def _usage(tally: Tally, title: str, paths: list[Path]) -> Usage:
     return Usage("counted", models, "; ".join(notes) or None)
 
 
-# -- the cache -----------------------------------------------------------------------------------------------------
-def _cache_path(layout: Layout, episode: str) -> Path | None:
-    """Where an episode's count is kept; None for an id that is no safe file name (records are shared files)."""
-    return layout.state / "usage" / f"{episode}.json" if _SAFE_ID.fullmatch(episode) else None
+# -- the counts kept -----------------------------------------------------------------------------------------------
+class Counts:
+    """`.ai/local/state/usage.json`: each episode's count, with the client session and window it was made for and
+    each file's size and modification time then; a count whose files changed is made again. One file for every
+    episode, read once and written once by a listing (a file each cost more to create than its reading saved).
+    Two commands writing at once each write whole: a count lost is made again next time."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.path = layout.state / "usage.json"
+        self.changed = False
+        self.kept: dict[str, Any] = {}
+        try:
+            if not self.path.is_symlink():
+                doc = json.loads(self.path.read_bytes())
+                if isinstance(doc, dict) and doc.get("schema") == CACHE_SCHEMA and isinstance(doc.get("episodes"),
+                                                                                              dict):
+                    self.kept = doc["episodes"]
+        except (OSError, ValueError):
+            pass
+
+    def get(self, episode: str, session: str, window: Window) -> Usage | None:
+        doc = self.kept.get(episode)
+        if not isinstance(doc, dict):
+            return None
+        try:
+            if doc["session"] != session or doc["window"] != [window.start, window.end]:
+                return None
+            for path, size, mtime in doc["files"]:
+                st = os.stat(path)
+                if st.st_size != size or st.st_mtime_ns != mtime:
+                    return None
+            models = tuple(ModelCount(str(m["model"]), Tokens.from_json(m), int(m["requests"]))
+                           for m in doc["models"])
+            return Usage("counted", models, doc.get("note"))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, episode: str, session: str, window: Window, stamps: list[list[Any]], usage: Usage) -> None:
+        self.kept[episode] = {"session": session, "window": [window.start, window.end], "files": stamps,
+                              "models": [{"model": m.model, "requests": m.requests, **m.tokens.to_json()}
+                                         for m in usage.models], "note": usage.note}
+        self.changed = True
+
+    def save(self) -> None:
+        if not self.changed:
+            return
+        try:
+            refuse_symlink(self.path)
+            write_atomic(self.path, json.dumps({"schema": CACHE_SCHEMA, "episodes": self.kept}).encode(), sync=False)
+        except Exception:  # noqa: BLE001 - counts that cannot be kept are made again next time, never an error
+            pass
+        self.changed = False
 
 
 def _stamp(path: Path) -> list[Any]:
     st = path.stat()
     return [str(path), st.st_size, st.st_mtime_ns]
-
-
-def _cached(cache: Path | None, session: str, window: Window) -> Usage | None:
-    if cache is None or cache.is_symlink():
-        return None
-    try:
-        doc = json.loads(cache.read_bytes())
-        if (doc.get("schema") != CACHE_SCHEMA or doc.get("session") != session
-                or doc.get("window") != [window.start, window.end]):
-            return None
-        for path, size, mtime in doc["files"]:
-            st = os.stat(path)
-            if st.st_size != size or st.st_mtime_ns != mtime:
-                return None
-        models = tuple(ModelCount(str(m["model"]), Tokens.from_json(m), int(m["requests"])) for m in doc["models"])
-        return Usage("counted", models, doc.get("note"))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
-def _keep(cache: Path | None, session: str, window: Window, stamps: list[list[Any]], usage: Usage) -> None:
-    if cache is None:
-        return
-    doc = {"schema": CACHE_SCHEMA, "session": session, "window": [window.start, window.end], "files": stamps,
-           "models": [{"model": m.model, "requests": m.requests, **m.tokens.to_json()} for m in usage.models],
-           "note": usage.note}
-    try:
-        refuse_symlink(cache.parent)
-        ensure_dir(cache.parent)
-        write_atomic(cache, json.dumps(doc).encode(), sync=False)
-    except Exception:  # noqa: BLE001 - a count that cannot be kept is made again next time, never an error
-        pass
 
 
 def policy_overrides(layout: Layout) -> dict[str, Price]:

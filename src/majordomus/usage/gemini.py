@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from majordomus.usage.tally import Tally, Tokens, Window, count, home_of, json_document, json_lines, shown
+from majordomus.usage.tally import Tally, Tokens, Window, count, home_of, indexed, json_document, json_lines, shown
 
 TITLE = "Gemini CLI"
 
@@ -30,13 +30,21 @@ def where(env: Mapping[str, str]) -> str:
     return f"{shown(home(env) / 'tmp', env)}/*/chats/session-*-<session's first 8>.jsonl"
 
 
-def locate(session: str, env: Mapping[str, str]) -> list[Path]:
+def short_of(name: str) -> str | None:
+    """`session-2026-12-07T23-35-<first 8 of the session>.jsonl` → those 8 characters."""
+    if not name.startswith("session-") or not name.endswith((".json", ".jsonl")):
+        return None
+    return name.rsplit(".", 1)[0].rsplit("-", 1)[-1]
+
+
+def locate(session: str, env: Mapping[str, str], started_at: str) -> list[Path]:
     """The chat files whose name carries the session's first 8 characters and whose opening names the session
-    (8 characters alone could be another session's)."""
+    (8 characters alone could be another session's), in every project's folder."""
     found = []
-    for path in sorted((home(env) / "tmp").glob(f"*/chats/session-*-{session[:8]}*.json*")):
-        if path.suffix in (".json", ".jsonl") and _names(path, session):
-            found.append(path)
+    for chats in sorted((home(env) / "tmp").glob("*/chats")):
+        for name in indexed(chats, short_of).get(session[:8], []):
+            if _names(chats / name, session):
+                found.append(chats / name)
     return found
 
 

@@ -9,7 +9,8 @@ reader), `output` includes reasoning ("thinking") tokens, which every vendor bil
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -52,6 +53,34 @@ def shown(path: Path, env: Mapping[str, str]) -> str:
     """A path as a sentence names it: `~/.claude/projects` under the home, else whole."""
     home = home_of(env)
     return f"~/{path.relative_to(home)}" if path.is_relative_to(home) and path != home else str(path)
+
+
+_INDEXES: dict[tuple[str, Callable[[str], str | None]], tuple[int, dict[str, list[str]]]] = {}
+
+
+def indexed(directory: Path, key_of: Callable[[str], str | None]) -> dict[str, list[str]]:
+    """A folder's file names by the key each names (a session id in it), listed once while the folder is
+    unchanged: a client keeps thousands of sessions in one folder, and a listing reads every episode's."""
+    try:
+        stamp = directory.stat().st_mtime_ns
+    except OSError:
+        return {}
+    kept = _INDEXES.get((str(directory), key_of))
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    found: dict[str, list[str]] = {}
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return {}
+    for name in names:
+        key = key_of(name)
+        if key is not None:
+            found.setdefault(key, []).append(name)
+    if len(_INDEXES) > 4096:  # a server lives long; the folders of one listing are a few
+        _INDEXES.clear()
+    _INDEXES[(str(directory), key_of)] = (stamp, found)
+    return found
 
 
 def count(found: Any) -> int:
@@ -111,9 +140,9 @@ class Tally:
         self.requests[name] = self.requests.get(name, 0) + requests
 
 
-def json_lines(path: Path, tally: Tally, wanted: bytes | None = None) -> Iterator[dict[str, Any]]:
-    """Each line of a JSONL file that is a JSON object, read in bounded pieces. `wanted`: lines without these
-    bytes are passed over unparsed (a transcript is mostly text the usage does not need). A line that is not JSON
+def json_lines(path: Path, tally: Tally, *wanted: bytes) -> Iterator[dict[str, Any]]:
+    """Each line of a JSONL file that is a JSON object, read in bounded pieces. `wanted`: lines holding none of
+    these bytes are passed over unparsed (a transcript is mostly text the usage does not need). A line that is not JSON
     is counted in `skipped`, except a last line still being written; a bound reached is said in `cut`."""
     read = 0
     with path.open("rb") as handle:
@@ -131,7 +160,7 @@ def json_lines(path: Path, tally: Tally, wanted: bytes | None = None) -> Iterato
                     line = handle.readline(MAX_LINE_BYTES + 1)
                     read += len(line)
                 continue
-            if wanted is not None and wanted not in line:
+            if wanted and not any(w in line for w in wanted):
                 continue
             try:
                 doc = json.loads(line)
