@@ -3,9 +3,10 @@ run offline against the fake API's chat completions (drivers.Qwen).
 
 What runs here: a one-shot run (`qwen --output-format json "prompt"`) with a credential in its prompt, then
 `qwen --resume <session_id>` with a second prompt; one-shot runs stopped mid-answer by SIGTERM, SIGINT (Ctrl-C),
-SIGHUP and `kill -9`; a run in a folder Qwen Code does not trust once its folder trust is on; and one-shot runs
-where majordomus is missing or broken (scenarios.py's three ways, as test_fail_open.py runs the others). Its
-terminal UI's endings run in test_interactive_endings.py (Qwen Code's rows in endings_observed.yaml).
+SIGHUP and `kill -9`, and its terminal UI killed by `kill -9`; a run in a folder Qwen Code does not trust once
+its folder trust is on; and one-shot runs where majordomus is missing or broken (scenarios.py's three ways, as
+test_fail_open.py runs the others). Its terminal UI's other endings run in test_interactive_endings.py (Qwen Code's
+rows in endings_observed.yaml).
 
 What Qwen Code 0.24.4 was seen to do: SessionStart (source startup, resume), UserPromptSubmit (prompt, prompt_id)
 and Stop fire in a one-shot run as in its terminal UI, but SessionEnd fires only from the terminal UI: a one-shot
@@ -28,6 +29,7 @@ import pytest
 
 from real_clients.drivers import QWEN
 from real_clients.fake_api import ANSWER, Stall, Text
+from real_clients.interactive import PROFILES, ask, start
 from real_clients.pinned import Installed
 from real_clients.scenarios import FailOpen, Sitting, absent, broken_interpreter, broken_package, require_model_saw, sit
 from real_clients.world import ClientFailed, Ran, World, model_texts, wait_until
@@ -42,7 +44,7 @@ def worlds(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> It
     made: dict[str, object] = {"base": base, "installed": installed}
     yield made
     for value in made.values():
-        if isinstance(value, (OneShot, Stopped, Untrusted, FailOpen)):
+        if isinstance(value, (OneShot, Stopped, Untrusted, FailOpen, Killed)):
             value.world.close()
 
 
@@ -216,6 +218,63 @@ def test_a_one_shot_run_stopped_mid_answer_keeps_its_prompt_linked_and_no_creden
     assert any(run.world.credential in s for s in model_texts(run.sitting.ran.requests))  # it was there to leak
     assert [(p["episode"], p["episode_link"]) for p in run.world.prompts()] == [(run.records[0]["session_id"], "open")]
     assert run.world.places_holding(run.world.credential) == []
+
+
+@dataclass(frozen=True)
+class Killed:
+    world: World
+    open_when_gone: list[dict[str, object]]
+    records: list[dict[str, object]]  # after `majordomus episodes`
+
+
+# Its terminal UI is two processes: the `qwen` tmux starts relaunches itself as a child node process (with
+# --expose-gc), and that child runs the UI and the hooks (the open file's `client:` names it)
+TARGETS = ("the-ui-process", "the-launcher")
+
+
+def killed_in_its_terminal(worlds: dict[str, object], target: str) -> Killed:
+    """Its terminal UI (tmux) with a prompt answered, then `kill -9` of `target`; then a majordomus command."""
+    key = f"killed-tui-{target}"
+    if key not in worlds:
+        world = new_world(worlds, key)
+        world.api.script = Text()
+        profile = PROFILES[QWEN.provider]
+        terminal = start(world, profile)
+        try:
+            ask(world, terminal, f"Sum up README.md. The token is {world.credential}.", False, profile.busy_screen)
+            (opened,) = world.open_files()
+            ui = int(str(opened["client"]).split("@")[0])
+            if ui == terminal.pid:
+                raise ClientFailed("qwen ran its hooks from the process tmux started: there is no launcher apart")
+            os.kill(ui if target == "the-ui-process" else terminal.pid, signal.SIGKILL)
+            terminal.wait_exited(60)
+        finally:
+            terminal.cleanup()
+        still_open = world.open_files()
+        world.check_majordomus("--json", "episodes")
+        worlds[key] = Killed(world, still_open, world.records())
+    found = worlds[key]
+    assert isinstance(found, Killed)
+    return found
+
+
+def test_its_terminal_ui_killed_sends_no_end_and_is_recorded_interrupted(worlds: dict[str, object]) -> None:
+    """`kill -9` of the process that runs the UI and the hooks leaves it no clean-up: no SessionEnd, and the next
+    majordomus command finds it gone."""
+    run = killed_in_its_terminal(worlds, "the-ui-process")
+    assert [o["last_turn"] for o in run.open_when_gone] == ["completed"], run.open_when_gone
+    assert [(r["outcome"], r["end_reason"], r["last_turn"]) for r in run.records] == [
+        ("interrupted", "vanished", "completed")], run.records
+    assert run.world.places_holding(run.world.credential) == []
+
+
+def test_its_launcher_killed_leaves_the_ui_its_clean_up_and_its_session_end(worlds: dict[str, object]) -> None:
+    """`kill -9` of the `qwen` the terminal started (the launcher): the UI process it relaunched exits by itself
+    and runs its clean-up, so SessionEnd prompt_input_exit comes, after a completed turn: `closed`."""
+    run = killed_in_its_terminal(worlds, "the-launcher")
+    assert run.open_when_gone == []
+    assert [(r["outcome"], r["end_reason"], r["last_turn"]) for r in run.records] == [
+        ("closed", "prompt_input_exit", "completed")], run.records
 
 
 # ---- folder trust --------------------------------------------------------------------------------------------
