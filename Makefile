@@ -1,6 +1,7 @@
 # The two commands that matter: `make demo` (a real episode end to end) and `make test` (the suite).
 # Before a merge: `make lint` (ruff, mypy --strict) and `make test-all-pythons` (`make test`'s suite on 3.12 and 3.13).
-# `make test-clients`: Claude Code, Codex, Gemini CLI, Copilot CLI and Cline, pinned, from npm (cached in .venv/clients),
+# `make test-clients`: Claude Code, Codex, Gemini CLI, Copilot CLI, Cline and Qwen Code, pinned, from npm (cached in
+# .venv/clients),
 # run for real against a fake model API; minutes, so `make test` leaves tests/real_clients out.
 PYTHON ?= python3
 VENV := .venv

@@ -105,7 +105,7 @@ def test_the_resumable_clients_declare_their_resume_command_with_evidence() -> N
     commands = {name: p.resume.command for name, p in table.items() if p.resume is not None}
     assert commands == {"claude-code": "claude --resume {session}", "codex": "codex resume {session}",
                         "gemini": "gemini --resume {session}", "copilot": "copilot --resume={session}",
-                        "cline": "cline --id {session}"}
+                        "cline": "cline --id {session}", "qwen-code": "qwen --resume {session}"}
     assert all(len(table[n].resume.evidence) >= 25 for n in commands)  # type: ignore[union-attr]
     assert table["claude-code"].resume.line("a b") == "claude --resume 'a b'"  # type: ignore[union-attr]
 

@@ -227,6 +227,27 @@ def test_gemini_folder_rules_the_most_specific_wins_and_folder_trust_off_means_t
     assert state({}) == "verified"
 
 
+def test_qwen_folder_rules_count_only_once_its_settings_turn_folder_trust_on(initialised_repo: Path,
+                                                                           run_majordomus) -> None:
+    """Qwen Code 0.24.4 checks ~/.qwen/trustedFolders.json only with security.folderTrust.enabled true (off by
+    default); then an untrusted folder runs no project hook, with Gemini CLI's rules (the most specific wins)."""
+    assert run_majordomus("capture", "install", "--provider", "qwen-code", cwd=initialised_repo).returncode == 0
+    qwen = Path(os.environ["HOME"]) / ".qwen"
+    qwen.mkdir()
+    place = Path(os.path.realpath(initialised_repo))
+
+    def state(rules: dict[str, str]) -> str:
+        (qwen / "trustedFolders.json").write_text(json.dumps(rules))
+        return status_rows(run_majordomus, initialised_repo)[("qwen-code", "session")]["state"]
+
+    assert state({str(place.parent / "elsewhere"): "TRUST_FOLDER"}) == "verified"  # folder trust off
+    (qwen / "settings.json").write_text(json.dumps({"security": {"folderTrust": {"enabled": True}}}))
+    assert state({str(place.parent / "elsewhere"): "TRUST_FOLDER"}) == "untrusted"
+    assert state({str(place.parent): "TRUST_FOLDER", str(place): "DO_NOT_TRUST"}) == "untrusted"
+    assert state({str(place / "sub"): "TRUST_PARENT"}) == "verified"
+    assert state({str(place): "TRUST_FOLDER"}) == "verified"
+
+
 def test_each_row_says_when_a_real_event_from_the_client_last_reached_capture_here(initialised_repo: Path,
                                                                                   run_majordomus) -> None:
     assert run_majordomus("capture", "install", "--provider", "claude-code", cwd=initialised_repo).returncode == 0

@@ -262,6 +262,46 @@ class Copilot(Driver):
         return (Call(f"majordomus-{ATTACH}", {"external_id": external_id}),)
 
 
+QWEN_RESULT = re.compile(r'"session_id"\s*:\s*"([0-9a-f-]+)"')
+
+
+class Qwen(Driver):
+    """Qwen Code (npm @qwen-code/qwen-code), a Gemini CLI fork speaking OpenAI chat completions: OPENAI_BASE_URL,
+    OPENAI_API_KEY and OPENAI_MODEL point it at the fake API, and `security.auth.selectedType` says so in its
+    settings (`~/.qwen/settings.json`); folder trust is off unless that file turns it on."""
+
+    def prepare_home(self, home: Path, repo: Path, api_url: str) -> None:
+        qwen = home / ".qwen"
+        qwen.mkdir(parents=True, exist_ok=True)
+        # no update check, no usage statistics: nothing leaves the machine but the requests to the fake API
+        (qwen / "settings.json").write_text(json.dumps({"security": {"auth": {"selectedType": "openai"}},
+                                                        "general": {"enableAutoUpdate": False},
+                                                        "privacy": {"usageStatisticsEnabled": False}}))
+
+    def env(self, home: Path, api_url: str) -> dict[str, str]:
+        return {"OPENAI_BASE_URL": f"{api_url}/v1", "OPENAI_API_KEY": "sk-fake-qwen-key", "OPENAI_MODEL": "fake-model"}
+
+    def headless(self, prompt: str) -> list[str]:
+        # the positional prompt is its one-shot run (-p is deprecated); JSON output names the session
+        return [self.command, "--output-format", "json", prompt]
+
+    def resume(self, prompt: str, stdout: str, stderr: str) -> list[str]:
+        found = QWEN_RESULT.search(stdout)
+        if not found:
+            raise RuntimeError(f"qwen printed no session_id in its JSON output: {stdout[-400:]!r}")
+        return [self.command, "--output-format", "json", "--resume", found.group(1), prompt]
+
+    def with_mcp(self, prompt: str) -> list[str]:
+        return [self.command, "--output-format", "json", "--approval-mode", "yolo", prompt]
+
+    def attach_calls(self, external_id: str) -> tuple[Call, ...]:
+        return (Call(f"mcp__majordomus__{ATTACH}", {"external_id": external_id}),)
+
+
+# Qwen Code's finished one-shot run fires no SessionEnd, so it has tests of its own (test_qwen.py), not the
+# parametrised ones that hold every finished headless run closed
+QWEN = Qwen("qwen-code", "qwen", ".qwen/settings.json")
+
 DRIVERS: dict[str, Driver] = {
     "claude-code": ClaudeCode("claude-code", "claude", ".claude/settings.local.json"),
     "codex": Codex("codex", "codex", ".codex/hooks.json"),

@@ -56,6 +56,13 @@ def claude_ready(terminal: Terminal) -> None:
     terminal.enter()
 
 
+def qwen_ready(terminal: Terminal) -> None:
+    # the project's MCP server (capture install wrote it into .qwen/settings.json): the person approves it
+    terminal.wait_for_screen(r"Untrusted MCP server in \.qwen/settings\.json", 90)
+    terminal.wait_for_screen(r"› 1\. Approve this server", 30)
+    terminal.enter()
+
+
 @dataclass(frozen=True)
 class Profile:
     provider: str
@@ -71,6 +78,9 @@ class Profile:
     clear_opens: bool = True  # whether `/clear` opens the next conversation's episode at once (a start hook)
     clear_redraws: bool = False  # whether `/clear` is done only once the screen no longer shows the conversation
     resume: list[str] = field(default_factory=list)  # its command line for taking up the last conversation
+    # what it shows while it is still answering, past its end-of-turn hook: a key then cancels the answer instead
+    # of what it means at an idle prompt (Qwen Code's Ctrl-D and Ctrl-C), so an ending waits for it to go
+    busy_screen: str | None = None
 
 
 # what Gemini CLI 0.61.0's `/compress` says once done (a one-prompt conversation: "not beneficial")
@@ -88,6 +98,9 @@ PROFILES: dict[str, Profile] = {
     "copilot": Profile("copilot", r"/ commands", "/exit", argv=["copilot"],
                        compacted_screen=r"(?i)compact\w* complete", clear_opens=False,
                        resume=["copilot", "--continue"]),
+    "qwen-code": Profile("qwen-code", r"Type your message", "/quit", qwen_ready, argv=["qwen"],
+                         compact="/compress", compacted_screen=GEMINI_COMPRESSED, compaction_counted=False,
+                         clear_redraws=True, resume=["qwen", "--continue"], busy_screen=r"esc to cancel"),
 }
 
 
@@ -122,8 +135,9 @@ def start(world: World, profile: Profile, resumed: bool = False) -> Terminal:
     return terminal
 
 
-def ask(world: World, terminal: Terminal, prompt: str, mid_answer: bool) -> None:
-    """Type the prompt, Enter on its own; wait for the answer and its end-of-turn hook, or the held answer."""
+def ask(world: World, terminal: Terminal, prompt: str, mid_answer: bool, busy: str | None = None) -> None:
+    """Type the prompt, Enter on its own; wait for the answer and its end-of-turn hook, or the held answer; and
+    where the client shows `busy` while it still answers, until that is gone."""
     before = len(world.prompts())
     terminal.type(prompt)
     terminal.wait_for_screen(re.escape(prompt[-12:]), 30)
@@ -147,6 +161,8 @@ def ask(world: World, terminal: Terminal, prompt: str, mid_answer: bool) -> None
     terminal.wait_for_screen(re.escape(ANSWER[:20]), 60)
     wait_until(lambda: any(o.get("last_turn") == "completed" for o in world.open_files()), 60,
                "the end-of-turn hook's record")
+    if busy is not None:
+        wait_until(lambda: not re.search(busy, terminal.screen()), 60, "the end of the client's answer")
 
 
 def asked(world: World, prompt: str) -> bool:
@@ -222,7 +238,7 @@ def sit_and_end(world: World, ending: str) -> Ended:
     if mid_answer:
         world.api.script = Stall()
     try:
-        ask(world, terminal, prompt, mid_answer)
+        ask(world, terminal, prompt, mid_answer, profile.busy_screen)
         open_when_compacted = compact(world, terminal, profile) if ending == "compact" else False
         if ending == "clear":
             clear(world, terminal, profile, prompt)
@@ -251,7 +267,7 @@ def sit_again(world: World, profile: Profile, before: set[str]) -> None:
     closed_within(world, {e.session_id for e in world.episodes()} - before, max(profile.late_end_seconds, 15))
     terminal = start(world, profile, resumed=True)
     try:
-        ask(world, terminal, RESUMED_PROMPT, mid_answer=False)
+        ask(world, terminal, RESUMED_PROMPT, mid_answer=False, busy=profile.busy_screen)
         end(terminal, profile, "exit")
     finally:
         terminal.cleanup()

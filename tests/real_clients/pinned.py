@@ -25,6 +25,7 @@ PINS: dict[str, str] = {
     "@google/gemini-cli": "0.61.0",
     "@github/copilot": "1.0.102",
     "cline": "3.0.65",
+    "@qwen-code/qwen-code": "0.24.4",
 }
 # What `<command> --version` must print for each pin (node: its major version).
 VERSION_LINES: dict[str, str] = {
@@ -34,6 +35,7 @@ VERSION_LINES: dict[str, str] = {
     "gemini": "0.61.0",
     "copilot": "1.0.102",
     "cline": "3.0.65",
+    "qwen": "0.24.4",
 }
 CACHE = Path(sys.prefix) / "clients"
 STAMP = "pins.json"
@@ -53,7 +55,7 @@ class InstallFailed(Exception):
 
 @dataclass(frozen=True)
 class Installed:
-    bin: Path  # node_modules/.bin: claude, codex, gemini, copilot and node 22
+    bin: Path  # node_modules/.bin: claude, codex, gemini, copilot, cline, qwen and node 22
 
     def path_entry(self) -> str:
         return str(self.bin)

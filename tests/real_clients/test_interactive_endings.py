@@ -7,6 +7,8 @@ tests/clients/test_endings_table.py holds to it) says; where a client sends no e
 all, the next majordomus command finds its process gone and records it `interrupted`, never `closed`.
 
 The sittings run four at a time, each in its own world (HOME, repository, fake API port, tmux server).
+Qwen Code sits here too: its terminal UI ends as the four others' do, though its one-shot run does not
+(test_qwen.py).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from real_clients.drivers import DRIVERS
+from real_clients.drivers import DRIVERS, QWEN, Driver
 from real_clients.fake_api import last_user_texts, strings
 from real_clients.interactive import (
     RESUMED_MARK,
@@ -34,10 +36,11 @@ from real_clients.world import World
 
 OBSERVED = observed()
 # Cline's rows are held by test_cline.py (its sittings fire no prompt hook, so they have a driver of their own)
+SITTERS: dict[str, Driver] = {**DRIVERS, QWEN.provider: QWEN}
 CELLS = [(client, ending) for client, endings in OBSERVED.items() for ending, seen in endings.items()
-         if seen.get("offered", True) and client in DRIVERS]
+         if seen.get("offered", True) and client in SITTERS]
 NOT_OFFERED = [(client, ending) for client, endings in OBSERVED.items() for ending, seen in endings.items()
-               if not seen.get("offered", True) and client in DRIVERS]
+               if not seen.get("offered", True) and client in SITTERS]
 PARALLEL = 4
 
 
@@ -51,7 +54,7 @@ def sittings(request: pytest.FixtureRequest, installed: Installed,
     worlds: list[World] = []
 
     def one(client: str, ending: str) -> Ended:
-        world = World(Path(base) / f"{client}-{ending}", DRIVERS[client], installed)
+        world = World(Path(base) / f"{client}-{ending}", SITTERS[client], installed)
         worlds.append(world)
         return sit_and_end(world, ending)
 

@@ -12,6 +12,9 @@ when there is no store this reader can read). A provider names its reader in its
 - Gemini CLI (`gemini-folders`): `~/.gemini/trustedFolders.json` maps folders to TRUST_FOLDER, TRUST_PARENT or
   DO_NOT_TRUST, the most specific rule winning; `security.folderTrust.enabled: false` in `~/.gemini/settings.json`
   turns the check off. An untrusted folder runs no project hook (`gemini -p` exits 55).
+- Qwen Code (`qwen-folders`): the same rules in `~/.qwen/trustedFolders.json` (or the file
+  QWEN_CODE_TRUSTED_FOLDERS_PATH names), but checked only when `security.folderTrust.enabled` is true in
+  `~/.qwen/settings.json` (off by default); an untrusted folder runs no project hook, and qwen runs on without them.
 - Copilot CLI (`copilot-folders`): `trustedFolders` in `~/.copilot/config.json` lists the folders whose
   repository hooks run.
 """
@@ -94,21 +97,9 @@ def codex_hooks(root: Path, provider: Provider, hooks: dict[str, list[tuple[int,
     return None
 
 
-def gemini_folders(root: Path, provider: Provider, hooks: dict[str, list[tuple[int, int, str]]]) -> str | None:
-    gemini = _home() / ".gemini"
-    settings_raw = _read(gemini / "settings.json")
-    if settings_raw is not None:
-        try:
-            settings: Any = json.loads(settings_raw)
-            folder_trust = settings.get("security", {}).get("folderTrust", {})
-            if isinstance(folder_trust, dict) and folder_trust.get("enabled") is False:
-                return None
-        except (ValueError, AttributeError):
-            pass
-    place = Path(os.path.realpath(root))
-    ask = (f"trust this folder when gemini asks, or add {place} as TRUST_FOLDER to {gemini / 'trustedFolders.json'} "
-           "(--skip-trust runs without the project's hooks)")
-    raw = _read(gemini / "trustedFolders.json")
+def _folder_rule(place: Path, raw: bytes | None) -> str | None:
+    """The rule of a Gemini-style trustedFolders.json (folder -> TRUST_FOLDER|TRUST_PARENT|DO_NOT_TRUST) that holds
+    `place`, the most specific winning (TRUST_PARENT names the folder's parent); None when none holds it."""
     rules: Any = {}
     if raw is not None:
         try:
@@ -122,10 +113,49 @@ def gemini_folders(root: Path, provider: Provider, hooks: dict[str, list[tuple[i
             depth = len(Path(os.path.realpath(os.path.expanduser(target))).parts)
             if best is None or depth > best[0]:
                 best = (depth, rule)
-    if best is None:
+    return best[1] if best is not None else None
+
+
+def _folder_trust_switch(settings: Path) -> object:
+    """`security.folderTrust.enabled` in a client's user settings, or None when the file does not say."""
+    raw = _read(settings)
+    if raw is None:
+        return None
+    try:
+        folder_trust = json.loads(raw).get("security", {}).get("folderTrust", {})
+    except (ValueError, AttributeError):
+        return None
+    return folder_trust.get("enabled") if isinstance(folder_trust, dict) else None
+
+
+def gemini_folders(root: Path, provider: Provider, hooks: dict[str, list[tuple[int, int, str]]]) -> str | None:
+    gemini = _home() / ".gemini"
+    if _folder_trust_switch(gemini / "settings.json") is False:
+        return None
+    place = Path(os.path.realpath(root))
+    ask = (f"trust this folder when gemini asks, or add {place} as TRUST_FOLDER to {gemini / 'trustedFolders.json'} "
+           "(--skip-trust runs without the project's hooks)")
+    rule = _folder_rule(place, _read(gemini / "trustedFolders.json"))
+    if rule is None:
         return f"Gemini CLI runs no project hook in a folder it does not trust, and {place} is not trusted: {ask}"
-    if best[1] == "DO_NOT_TRUST":
+    if rule == "DO_NOT_TRUST":
         return f"Gemini CLI's trustedFolders.json says DO_NOT_TRUST for {place}: {ask}"
+    return None
+
+
+def qwen_folders(root: Path, provider: Provider, hooks: dict[str, list[tuple[int, int, str]]]) -> str | None:
+    qwen = _home() / ".qwen"
+    if _folder_trust_switch(qwen / "settings.json") is not True:  # Qwen Code's folder trust is off by default
+        return None
+    place = Path(os.path.realpath(root))
+    store = Path(os.environ.get("QWEN_CODE_TRUSTED_FOLDERS_PATH") or qwen / "trustedFolders.json")
+    ask = f"trust this folder when qwen asks, or add {place} as TRUST_FOLDER to {store}"
+    rule = _folder_rule(place, _read(store))
+    if rule is None:
+        return (f"Qwen Code's folder trust is on and runs no project hook in a folder it does not trust (qwen runs "
+                f"on without them), and {place} is not trusted: {ask}")
+    if rule == "DO_NOT_TRUST":
+        return f"Qwen Code's trustedFolders.json says DO_NOT_TRUST for {place}: {ask}"
     return None
 
 
@@ -145,7 +175,8 @@ def copilot_folders(root: Path, provider: Provider, hooks: dict[str, list[tuple[
     return f"Copilot CLI runs repository hooks only in a trusted folder, and {place} is not one: {ask}"
 
 
-READERS = {"codex-hooks": codex_hooks, "gemini-folders": gemini_folders, "copilot-folders": copilot_folders}
+READERS = {"codex-hooks": codex_hooks, "gemini-folders": gemini_folders, "copilot-folders": copilot_folders,
+           "qwen-folders": qwen_folders}
 
 
 def untrusted(root: Path, provider: Provider, hooks: dict[str, list[tuple[int, int, str]]]) -> str | None:
