@@ -56,9 +56,12 @@ test-everything: $(VENV)/.dev
 	$(BIN)/python -m compileall -q src/majordomus
 	$(WRITE_BYTECODE) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
+# Two pytest-xdist workers, each client's tests in one of them (tests/real_clients/conftest.py: group_of); the
+# clients mostly wait on their model and their terminal, so two share the two cores. `CLIENT_WORKERS=0`: one process.
+CLIENT_WORKERS ?= 2
 test-clients: $(VENV)/.dev
 	@start=$$(date +%s); \
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest tests/real_clients -rxXs; rc=$$?; \
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest tests/real_clients -rxXs -n $(CLIENT_WORKERS) --dist loadgroup; rc=$$?; \
 	echo "== test-clients took $$(( $$(date +%s) - start )) s, pytest exited $$rc"; \
 	exit $$rc
 

@@ -12,15 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from majordomus.usage.tally import Tally, Tokens, Window, count, home_of, json_lines, shown
+from majordomus.usage.tally import Tally, Tokens, Window, client_dir, count, json_lines, shown
 
 TITLE = "Claude Code"
 SYNTHETIC = "<synthetic>"  # Claude Code's own placeholder answers (an interrupted turn): no model was asked
 
 
 def config_dir(env: Mapping[str, str]) -> Path:
-    given = env.get("CLAUDE_CONFIG_DIR")
-    return Path(given) if given else home_of(env) / ".claude"
+    return client_dir(env, "CLAUDE_CONFIG_DIR", ".claude")
 
 
 def where(env: Mapping[str, str]) -> str:

@@ -18,14 +18,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from majordomus.usage.tally import Tally, Tokens, Window, count, epoch, home_of, indexed, json_lines, shown
+from majordomus.usage.tally import Tally, Tokens, Window, client_dir, count, epoch, indexed, json_lines, shown
 
 TITLE = "Codex"
 
 
 def home(env: Mapping[str, str]) -> Path:
-    given = env.get("CODEX_HOME")
-    return Path(given) if given else home_of(env) / ".codex"
+    return client_dir(env, "CODEX_HOME", ".codex")
 
 
 def where(env: Mapping[str, str]) -> str:

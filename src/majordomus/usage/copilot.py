@@ -13,14 +13,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from majordomus.usage.tally import Tally, Tokens, Window, count, home_of, json_lines, shown
+from majordomus.usage.tally import Tally, Tokens, Window, client_dir, count, json_lines, shown
 
 TITLE = "Copilot CLI"
 
 
 def home(env: Mapping[str, str]) -> Path:
-    given = env.get("COPILOT_HOME")
-    return Path(given) if given else home_of(env) / ".copilot"
+    return client_dir(env, "COPILOT_HOME", ".copilot")
 
 
 def where(env: Mapping[str, str]) -> str:

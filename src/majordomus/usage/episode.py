@@ -187,8 +187,9 @@ def usage_of(layout: Layout, e: EpisodeLike, know: Known | None, env: Mapping[st
             counts.save()
     reader = READERS.get(e.provider or "")
     if reader is None:
-        what = "an MCP connection episode: its client's model usage never reaches majordomus" \
-            if e.provider == "generic" else f"majordomus has no reader of {e.provider or 'this client'}'s own record of its conversations"
+        what = ("an MCP connection episode: its client's model usage never reaches majordomus"
+                if e.provider == "generic" else
+                f"majordomus has no reader of {e.provider or 'this client'}'s own record of its conversations")
         return Usage("unsupported", note=what)
     if not e.closed_at or not e.started_at:
         return Usage("pending", note="still open: its usage is read from the client's record once it ends")

@@ -49,6 +49,12 @@ def home_of(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or Path.home())
 
 
+def client_dir(env: Mapping[str, str], variable: str, default: str) -> Path:
+    """A client's folder: the variable that moves it, else `default` in the home."""
+    given = env.get(variable)
+    return Path(given) if given else home_of(env) / default
+
+
 def shown(path: Path, env: Mapping[str, str]) -> str:
     """A path as a sentence names it: `~/.claude/projects` under the home, else whole."""
     home = home_of(env)
