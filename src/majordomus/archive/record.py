@@ -243,7 +243,7 @@ def _loads(raw: bytes) -> Any:
         return json.loads(raw)  # a BOM, leading space, UTF-16/32, not an object: the general path
     if not _SCAN:
         _SCAN.append(json.JSONDecoder().raw_decode)
-    text = raw.decode("utf-8")
+    text = raw.decode("utf-8", "surrogatepass")  # as json.loads decodes bytes: an encoded surrogate is its error
     found, end = _SCAN[0](text)
     if text[end:].strip(_JSON_SPACE):
         return json.loads(raw)  # trailing data: the general path raises its own error
