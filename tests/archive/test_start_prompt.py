@@ -169,3 +169,36 @@ def test_a_prompt_the_start_cannot_write_never_fails_the_start(initialised_repo:
     assert done.returncode == 0, done.stderr
     assert "could not be archived" in done.stderr, done.stderr
     assert [o["provider_session"] for o in open_files(repo).values()] == ["s-refused"]
+
+
+def answered_already(home: Path, session: str, message_ts_ms: int) -> None:
+    """The session file and a messages file holding the run's own message and its answer: a run that ended before
+    its start hook read them (the fake API answers within milliseconds)."""
+    folder = home / ".cline" / "data" / "sessions" / session
+    folder.mkdir(parents=True)
+    messages = folder / f"{session}.messages.json"
+    (folder / f"{session}.json").write_text(json.dumps({
+        "pid": 1, "status": "idle", "prompt": '<user_input mode="act">quick one</user_input>',
+        "messages_path": str(messages)}))
+    messages.write_text(json.dumps({"messages": [
+        {"id": "u", "role": "user", "ts": message_ts_ms,
+         "content": [{"type": "text", "text": '<user_input mode="act">quick one</user_input>'}]},
+        {"id": "a", "role": "assistant", "ts": message_ts_ms + 40, "content": [{"type": "text", "text": "Done."}]}]}))
+
+
+def test_a_run_that_ended_before_its_start_hook_read_the_file_still_has_its_first_message_archived(
+        initialised_repo: Path, isolated_home: Path) -> None:
+    repo = initialised_repo
+    answered_already(isolated_home, "s-fast", 1796686278193)
+    done = start(repo, {**task_start("s-fast"), "timestamp": "2026-12-07T23:31:18.198Z"})
+    assert done.returncode == 0, done.stderr
+    assert [p["text"] for p in prompts(repo)] == ["quick one"]
+
+
+def test_an_earlier_runs_message_in_the_file_is_not_this_starts(initialised_repo: Path, isolated_home: Path) -> None:
+    """The same file at a later run's start, minutes after that message: the prompt is the earlier run's."""
+    repo = initialised_repo
+    answered_already(isolated_home, "s-later-run", 1796686278193)
+    done = start(repo, {**task_start("s-later-run"), "timestamp": "2026-12-07T23:36:18.198Z"})
+    assert done.returncode == 0, done.stderr
+    assert prompts(repo) == []

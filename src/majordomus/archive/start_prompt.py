@@ -36,7 +36,8 @@ def capture_start_prompt(root: Path, provider: Provider, payload: bytes) -> str 
     if session is None or first_scalar(data, session_row.source_keys) not in row.prompt_sources:
         return None
     try:
-        text = first_prompt(row, session)
+        dispatched = data.get(row.dispatched_key) if row.dispatched_key else None  # when the client sent it
+        text = first_prompt(row, session, dispatched if isinstance(dispatched, str) else None)
         if text is None:
             return None
         if is_injected(text):

@@ -130,6 +130,7 @@ class StateFileRow:
     prompt_sources: frozenset[str]  # the start's source (the session row's source keys) that is a new task's
     prompt_tag: str | None  # a tag the client wraps a typed message in (`<user_input mode="act">…</user_input>`)
     messages_key: str | None  # the file of the session's messages: the prompt is this task's only while it is empty
+    dispatched_key: str | None  # the start payload's time (its run may have ended before the hook read the file)
     status_key: str | None
     orderly: frozenset[str]  # the statuses the client writes only when it ended the session itself
     exit_code_key: str | None  # when named, the exit code must be 0
@@ -236,7 +237,8 @@ def _state_file(raw: dict[str, Any] | None) -> StateFileRow | None:
     return StateFileRow(paths=_tuple(raw, "paths"), prompt_key=key("prompt_key"),
                         prompt_event=str(raw.get("prompt_event") or ""),
                         prompt_sources=frozenset(_tuple(raw, "prompt_sources")), prompt_tag=key("prompt_tag"),
-                        messages_key=key("messages_key"), status_key=key("status_key"),
+                        messages_key=key("messages_key"), dispatched_key=key("dispatched_key"),
+                        status_key=key("status_key"),
                         orderly=frozenset(_tuple(raw, "orderly")), exit_code_key=key("exit_code_key"),
                         ended_key=key("ended_key"), pid_key=key("pid_key"), evidence=str(raw.get("evidence", "")))
 
@@ -307,7 +309,7 @@ def problems(raw: dict[str, Any]) -> list[str]:
 
 
 STATE_FILE_KEYS = frozenset({"paths", "prompt_key", "prompt_event", "prompt_sources", "prompt_tag", "messages_key",
-                             "status_key", "orderly", "exit_code_key", "ended_key", "pid_key", "evidence"})
+                             "dispatched_key", "status_key", "orderly", "exit_code_key", "ended_key", "pid_key", "evidence"})
 
 
 def _state_file_problems(name: str, row: Any) -> list[str]:

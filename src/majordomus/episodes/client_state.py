@@ -81,9 +81,14 @@ def unwrap(text: str, tag: str | None) -> str:
     return text
 
 
-def first_prompt(row: StateFileRow, session: str) -> str | None:
-    """The task's first message, when the file says it is this task's: its messages file holds no message yet
-    (Cline writes it only when a run ends, so at a later run's start it holds the earlier runs')."""
+OWN_RUN_SECONDS = 5  # Cline adds a run's first message milliseconds before it dispatches the run's start hook
+
+
+def first_prompt(row: StateFileRow, session: str, dispatched: str | None) -> str | None:
+    """The task's first message, when the file says it is this task's: its messages file holds no message of the
+    person's yet (Cline writes a run's messages only when it ends, so at a later run's start it holds the earlier
+    runs'), or only this one, stamped within seconds of `dispatched` (the start payload's time): a run that ended
+    before its start hook read the file."""
     state = read_state(row, session) if row.prompt_key and row.messages_key else None
     if state is None:
         return None
@@ -91,12 +96,29 @@ def first_prompt(row: StateFileRow, session: str) -> str | None:
     messages_path = state.get(str(row.messages_key))
     if not isinstance(text, str) or not text.strip() or not isinstance(messages_path, str):
         return None
-    if os.path.exists(messages_path):  # absent: nothing written yet, as at a headless run's start
-        messages = _read_json(messages_path, MESSAGES_LIMIT)
-        if not isinstance(messages, dict) or messages.get("messages") != []:
-            return None  # messages already (or a file that cannot say): the prompt is an earlier task's
     text = unwrap(text, row.prompt_tag)
+    if os.path.exists(messages_path):  # absent: nothing written yet, as at a headless run's start
+        found = _read_json(messages_path, MESSAGES_LIMIT)
+        messages = found.get("messages") if isinstance(found, dict) else None
+        if not isinstance(messages, list):
+            return None  # a file that cannot say (or too long to hold only this run's)
+        persons = [m for m in messages if not isinstance(m, dict) or m.get("role") == "user"]
+        if persons and not (len(persons) == 1 and _is_this_run(persons[0], text, row.prompt_tag, dispatched)):
+            return None  # an earlier task's messages: the file's prompt is that task's
     return text if text.strip() else None
+
+
+def _is_this_run(message: Any, text: str, tag: str | None, dispatched: str | None) -> bool:
+    from majordomus.identity import epoch_of
+
+    if not isinstance(message, dict) or not isinstance(message.get("ts"), int) or not isinstance(dispatched, str):
+        return False
+    parts = message.get("content")
+    said = "".join(p.get("text", "") for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)) \
+        if isinstance(parts, list) else ""
+    when = epoch_of(dispatched[:19] + "Z") if len(dispatched) >= 20 and dispatched.endswith("Z") else None
+    return (unwrap(said, tag).strip() == text.strip() and when is not None
+            and abs(message["ts"] / 1000 - when) <= OWN_RUN_SECONDS)
 
 
 def first_id(session: str) -> str:
