@@ -202,3 +202,13 @@ def test_an_earlier_runs_message_in_the_file_is_not_this_starts(initialised_repo
     done = start(repo, {**task_start("s-later-run"), "timestamp": "2026-12-07T23:36:18.198Z"})
     assert done.returncode == 0, done.stderr
     assert prompts(repo) == []
+
+
+def test_the_first_message_archived_at_the_start_starts_no_turn(initialised_repo: Path, isolated_home: Path) -> None:
+    """Cline runs TaskStart and TaskComplete detached, side by side: a fast answer's TaskComplete can record the
+    turn completed before the start hook has archived the message, which must not make it running again."""
+    repo = initialised_repo
+    answered_already(isolated_home, "s-turn", 1796686278193)
+    assert start(repo, {**task_start("s-turn"), "timestamp": "2026-12-07T23:31:18.198Z"}).returncode == 0
+    assert [p["episode_link"] for p in prompts(repo)] == ["open"]
+    assert [o.get("last_turn") for o in open_files(repo).values()] in ([None], ["none"])

@@ -242,6 +242,9 @@ def sit_in_tui(world: World, ending: str, argv: list[str], prompt: str) -> TuiSi
         wait_until(lambda: any(o["session_id"] not in before_ids and (mid_answer or o.get("last_turn") == "completed")
                                for o in world.open_files()), 30, "Cline's detached hooks' writes")
         (opened,) = [o for o in world.open_files() if o["session_id"] not in before_ids]
+        if not mid_answer:  # a person leaves at rest: Ctrl-D or Ctrl-C while Cline still ends its run cancels it
+            wait_until(lambda: session_status(world, str(opened["provider_session"])) == "idle", 30,
+                       "Cline's session file at rest (status idle)")
         if ending == "kill-9":
             os.kill(terminal.pid, signal.SIGKILL)
             terminal.wait_exited(60)
@@ -256,6 +259,15 @@ def sit_in_tui(world: World, ending: str, argv: list[str], prompt: str) -> TuiSi
         "session_id"]]
     return TuiSitting(world, ending, str(opened["provider_session"]), still_open, records, world.api.requests[first:],
                       world.doctor())
+
+
+def session_status(world: World, session: str) -> object:
+    """What Cline's own session file says of the session (`running`, `idle`, `completed`, `cancelled`)."""
+    path = world.home / ".cline/data/sessions" / session / f"{session}.json"
+    try:
+        return json.loads(path.read_text()).get("status")
+    except (OSError, ValueError):
+        return None
 
 
 def tui_run(worlds: dict[str, object], ending: str) -> TuiSitting:

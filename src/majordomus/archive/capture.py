@@ -180,8 +180,9 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
 
 def archive_text(layout: Layout, provider_name: str, row: PromptRow, text: str, *, event: str,
                  prompt_id: str | None, provider_session: str | None, source: str | None,
-                 cwd: str | None) -> CaptureReport:
-    """Redact one person's message, resolve its episode strictly, write its record once (per prompt id)."""
+                 cwd: str | None, starts_turn: bool = True) -> CaptureReport:
+    """Redact one person's message, resolve its episode strictly, write its record once (per prompt id);
+    `starts_turn`: the episode's turn is running from it (a prompt hook's), else only its activity refreshed."""
     from majordomus.redact import keep_compiled_in, redact, take_missed
 
     root = layout.root
@@ -234,7 +235,7 @@ def archive_text(layout: Layout, provider_name: str, row: PromptRow, text: str, 
             "a rendering could not be written; the record is safe (run majordomus capture render)")
     if opened and provider_session is not None:
         try:
-            store.touch_activity(layout, provider_session)
+            store.touch_activity(layout, provider_session, starts_turn=starts_turn)
         except (OSError, MajordomusError):
             log(layout, provider_name, "the episode's last_activity_at could not be refreshed")
     if take_missed():  # after the record: the first credential in a worktree pays for the next ones

@@ -45,7 +45,8 @@ def capture_start_prompt(root: Path, provider: Provider, payload: bytes) -> str 
         ensure_dir(layout.prompts_dir)  # 0700 whatever the umask; a symlink is refused
         cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
         report = archive_text(layout, provider.name, prompt, text, event=row.prompt_event,
-                              prompt_id=first_id(session), provider_session=session, source=None, cwd=cwd)
+                              prompt_id=first_id(session), provider_session=session, source=None, cwd=cwd,
+                              starts_turn=False)  # the client's TaskComplete may have ended this turn already
     except (OSError, MajordomusError, ValueError) as exc:  # the start hook goes on: the episode is drawn
         detail = exc.message if isinstance(exc, MajordomusError) else type(exc).__name__
         log(layout, provider.name, f"the task's first message could not be archived at its start ({detail})")
