@@ -309,7 +309,8 @@ def problems(raw: dict[str, Any]) -> list[str]:
 
 
 STATE_FILE_KEYS = frozenset({"paths", "prompt_key", "prompt_event", "prompt_sources", "prompt_tag", "messages_key",
-                             "dispatched_key", "status_key", "orderly", "exit_code_key", "ended_key", "pid_key", "evidence"})
+                             "dispatched_key", "status_key", "orderly", "exit_code_key", "ended_key", "pid_key",
+                             "evidence"})
 
 
 def _state_file_problems(name: str, row: Any) -> list[str]:
