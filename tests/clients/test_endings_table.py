@@ -48,5 +48,14 @@ def test_the_docs_table_of_endings_is_what_the_real_clients_did() -> None:
     assert table_rows() == data_rows()
 
 
-def test_an_ending_without_an_end_event_is_never_recorded_closed() -> None:
-    assert [r for r in data_rows() if r["event sent"] == "none" and r["recorded"] == "closed"] == []
+def test_an_ending_without_an_end_event_is_recorded_closed_only_in_the_words_of_the_clients_own_state_file() -> None:
+    """No end hook came: only a client whose own session file says it ended the session (providers.yaml
+    `state_file`, its `orderly` statuses; Cline) can have such a sitting `closed`, and the end reason is that word."""
+    from majordomus.clients.providers import get_provider
+
+    def said_by_its_file(row: dict[str, str]) -> bool:
+        state = get_provider(row["client"]).state_file
+        return state is not None and row["end reason"] in state.orderly
+
+    assert [r for r in data_rows() if r["event sent"] == "none" and r["recorded"] == "closed"
+            and not said_by_its_file(r)] == []

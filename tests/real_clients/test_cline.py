@@ -119,23 +119,30 @@ def test_a_finished_headless_run_records_its_turn_completed_and_is_left_open(wor
     assert opened["last_turn"] == "completed"
 
 
-def test_the_next_command_records_a_finished_headless_run_interrupted_as_its_client_is_gone(
+def test_the_next_command_records_a_finished_headless_run_closed_as_clines_session_file_says_completed(
         worlds: dict[str, object]) -> None:
-    """No end hook came, but the open file names the cline process, which has exited: the next majordomus command
-    that reads the episodes ends it `vanished`, keeping its completed last turn."""
+    """No end hook came, but the open file names the cline process, which has exited, and Cline's own session file
+    says status completed, exit_code 0, with the ended_at of this run: the next majordomus command that reads the
+    episodes closes it in Cline's word, with both pieces of evidence."""
     run = headless_run(worlds)
     run.world.check_majordomus("--json", "episodes")
     assert run.world.open_files() == []
     (record,) = run.world.records()
     assert record["provider"] == "cline", record
-    assert (record["outcome"], record["end_reason"], record["last_turn"]) == ("interrupted", "vanished", "completed")
+    assert (record["outcome"], record["end_reason"], record["last_turn"]) == ("closed", "completed", "completed")
+    assert "is gone; its session file says status completed, exit_code 0" in str(record["end_evidence"]), record
 
 
-def test_the_headless_prompt_is_not_archived_because_cline_fires_no_prompt_hook_for_it(
-        worlds: dict[str, object]) -> None:
-    """UserPromptSubmit fires only for a message added to a running session, not for a headless task's prompt."""
+def test_the_headless_prompt_is_archived_redacted_and_joined_to_its_episode(worlds: dict[str, object]) -> None:
+    """Cline fires no UserPromptSubmit for a task's prompt and its TaskStart payload carries none; the start hook
+    reads it from Cline's session file, where it is before TaskStart runs."""
     run = headless_run(worlds)
-    assert run.world.prompts() == []
+    (prompt,) = run.world.prompts()
+    (episode,) = run.world.episodes()
+    (session,) = run.history
+    assert (prompt["event"], prompt["session"], prompt["episode"], prompt["episode_link"]) == (
+        "TaskStart", session["sessionId"], episode.session_id, "open"), prompt
+    assert str(prompt["text"]).startswith("Read README.md and sum it up in one line. The deploy token is [redacted:")
 
 
 def test_the_credential_in_the_prompt_is_nowhere_under_ai(worlds: dict[str, object]) -> None:
@@ -171,11 +178,13 @@ def test_a_headless_run_stopped_mid_answer_is_recorded_interrupted(worlds: dict[
 
 
 @pytest.mark.parametrize("how", list(KILLS), ids=lambda how: how.name)
-def test_a_run_stopped_mid_answer_leaves_no_credential_and_no_prompt_record(worlds: dict[str, object],
-                                                                           how: signal.Signals) -> None:
+def test_a_run_stopped_mid_answer_keeps_its_prompt_redacted_and_joined_to_its_episode(worlds: dict[str, object],
+                                                                                      how: signal.Signals) -> None:
+    """The prompt was archived at the start, before the answer began: a run stopped mid-answer keeps it."""
     run = killed_run(worlds, how)
     assert any(run.world.credential in s for s in model_texts(run.sitting.ran.requests))  # it was there to leak
-    assert run.world.prompts() == []
+    (record,) = run.world.records()
+    assert [(p["episode"], p["episode_link"]) for p in run.world.prompts()] == [(record["session_id"], "open")]
     assert run.world.places_holding(run.world.credential) == []
 
 
@@ -233,7 +242,14 @@ def sit_in_tui(world: World, ending: str, argv: list[str], prompt: str) -> TuiSi
         wait_until(lambda: any(o["session_id"] not in before_ids and (mid_answer or o.get("last_turn") == "completed")
                                for o in world.open_files()), 30, "Cline's detached hooks' writes")
         (opened,) = [o for o in world.open_files() if o["session_id"] not in before_ids]
-        end(terminal, TUI, ending)
+        if not mid_answer:  # a person leaves at rest: Ctrl-D or Ctrl-C while Cline still ends its run cancels it
+            wait_until(lambda: session_status(world, str(opened["provider_session"])) == "idle", 30,
+                       "Cline's session file at rest (status idle)")
+        if ending == "kill-9":
+            os.kill(terminal.pid, signal.SIGKILL)
+            terminal.wait_exited(60)
+        else:
+            end(terminal, TUI, ending)
     finally:
         terminal.cleanup()
     # nothing of the sitting outlives it, as after a reboot
@@ -243,6 +259,15 @@ def sit_in_tui(world: World, ending: str, argv: list[str], prompt: str) -> TuiSi
         "session_id"]]
     return TuiSitting(world, ending, str(opened["provider_session"]), still_open, records, world.api.requests[first:],
                       world.doctor())
+
+
+def session_status(world: World, session: str) -> object:
+    """What Cline's own session file says of the session (`running`, `idle`, `completed`, `cancelled`)."""
+    path = world.home / ".cline/data/sessions" / session / f"{session}.json"
+    try:
+        return json.loads(path.read_text()).get("status")
+    except (OSError, ValueError):
+        return None
 
 
 def tui_run(worlds: dict[str, object], ending: str) -> TuiSitting:
@@ -259,8 +284,9 @@ def tui_run(worlds: dict[str, object], ending: str) -> TuiSitting:
 @pytest.mark.parametrize("ending", list(OBSERVED_TUI))
 def test_an_interactive_ending_is_recorded_as_cline_really_ends(worlds: dict[str, object], ending: str) -> None:
     """Cline 3.0.65 runs no end hook on /quit, Ctrl-D, Ctrl-C or a window closed after the answer: the episode is
-    open when Cline is gone, and the next majordomus command finds its process gone and records it `interrupted`,
-    never `closed`. A window closed mid-answer runs SessionShutdown; with no turn hook run yet, no last turn."""
+    open when Cline is gone, and the next majordomus command finds its process gone and reads Cline's session file,
+    which says status completed (exit_code 0, ended_at): `closed`, reason `completed`. A window closed mid-answer
+    runs SessionShutdown; with no turn hook run yet, no last turn."""
     run = tui_run(worlds, ending)
     seen = OBSERVED_TUI[ending]
     assert run.open_before_reading == (seen["event"] == "none")
@@ -278,12 +304,24 @@ def test_an_interactive_sitting_leaves_no_credential_and_no_warning(worlds: dict
     assert [f for f in run.doctor if f["level"] in ("WARN", "FAIL")] == []
 
 
-def test_a_prompt_typed_in_the_terminal_ui_is_not_archived_because_cline_fires_no_prompt_hook(
-        worlds: dict[str, object]) -> None:
-    """Each message typed in the terminal UI starts a run of its own (TaskStart, then TaskComplete); Cline 3.0.65
-    runs no UserPromptSubmit for it, so there is no prompt record to link."""
-    run = tui_run(worlds, "exit")
-    assert run.world.prompts() == []
+@pytest.mark.parametrize("ending", list(OBSERVED_TUI))
+def test_the_first_message_typed_in_the_terminal_ui_is_archived_once_with_its_episode(
+        worlds: dict[str, object], ending: str) -> None:
+    """Each message typed at the idle prompt starts a run (TaskStart, then TaskComplete) and runs no
+    UserPromptSubmit; the session's first one is in Cline's session file when TaskStart runs."""
+    run = tui_run(worlds, ending)
+    (record,) = run.records
+    assert [(p["event"], p["episode"], p["episode_link"]) for p in run.world.prompts()] == [
+        ("TaskStart", record["session_id"], "open")]
+    assert str(run.world.prompts()[0]["text"]).startswith("Read README.md and sum it up. The deploy token is [")
+
+
+def test_an_interactive_sitting_killed_after_its_answer_stays_interrupted(worlds: dict[str, object]) -> None:
+    """kill -9 leaves Cline's session file at status idle, with no ended_at: nothing says the sitting ended in
+    order, so the next command records it `interrupted`, reason `vanished`."""
+    run = tui_run(worlds, "kill-9")
+    (record,) = run.records
+    assert (record["outcome"], record["end_reason"], record["last_turn"]) == ("interrupted", "vanished", "completed")
 
 
 @dataclass(frozen=True)
@@ -324,12 +362,24 @@ def cleared_run(worlds: dict[str, object]) -> Cleared:
 def test_clear_starts_a_second_episode_and_leaves_the_first_open_until_cline_is_gone(
         worlds: dict[str, object]) -> None:
     """`/clear` is a new Cline session (a new rootSessionId) and runs no end hook for the first: both episodes are
-    open in the one cline process, and both end `vanished` once it has exited."""
+    open in the one cline process. Cline's file says the first session completed at /clear and the second at
+    /quit, so both are closed once it has exited."""
     run = cleared_run(worlds)
     assert len({o["provider_session"] for o in run.open_in_the_sitting}) == 2, run.open_in_the_sitting
     assert len({o["client"] for o in run.open_in_the_sitting}) == 1, run.open_in_the_sitting
     assert [(r["outcome"], r["end_reason"], r["last_turn"]) for r in run.records] == [
-        ("interrupted", "vanished", "completed")] * 2, run.records
+        ("closed", "completed", "completed")] * 2, run.records
+
+
+def test_after_clear_each_conversations_first_message_is_archived_with_its_own_episode(
+        worlds: dict[str, object]) -> None:
+    run = cleared_run(worlds)
+    episode_of = {o["provider_session"]: o["session_id"] for o in run.open_in_the_sitting}
+    prompts = run.world.prompts()
+    assert sorted(str(p["text"]) for p in prompts) == ["A new conversation: what is in this folder?",
+                                                       "Read README.md and sum it up."]
+    assert [(p["episode"], p["episode_link"]) for p in prompts] == [(episode_of[p["session"]], "open") for p in prompts]
+    assert len({p["episode"] for p in prompts}) == 2
 
 
 @dataclass(frozen=True)
@@ -357,16 +407,27 @@ def test_a_resumed_sitting_continues_the_cline_session_and_its_conversation(worl
     assert any(opening in s for s in model_texts(run.second.requests))  # the model saw the first sitting
 
 
-def test_a_resumed_sitting_is_a_new_episode_of_the_same_session_and_the_first_ended_vanished(
+def test_a_resumed_sitting_is_a_new_episode_of_the_same_session_and_only_the_first_is_closed_by_clines_file(
         worlds: dict[str, object]) -> None:
     """`cline --id` is a new process (TaskResume, then TaskComplete), so, as for every client, the sitting after
-    the client vanished is a new episode; the first was recorded `interrupted`, reason `vanished`, when read."""
+    the client vanished is a new episode. The first, read before the resume, is closed by Cline's file (completed);
+    the resumed one stays `interrupted`, `vanished`: Cline keeps the first process's pid in that file on a resume,
+    so it cannot say that the resumed process ended the session."""
     run = resumed_run(worlds)
     records = run.first.world.records()
     assert [(r["outcome"], r["end_reason"], r["last_turn"]) for r in records] == [
-        ("interrupted", "vanished", "completed")] * 2, records
+        ("closed", "completed", "completed"), ("interrupted", "vanished", "completed")], records
     assert len({r["session_id"] for r in records}) == 2
     assert run.first.world.places_holding(run.first.world.credential) == []
+
+
+def test_a_resumed_sitting_archives_the_first_message_once_and_with_the_first_episode(
+        worlds: dict[str, object]) -> None:
+    """TaskResume's message is not on disk when it runs (Cline writes messages when a run ends), and the file's
+    prompt is the first sitting's: nothing more is archived, and nothing with the resumed episode."""
+    run = resumed_run(worlds)
+    first_episode = run.first.records[0]["session_id"]
+    assert [(p["event"], p["episode"]) for p in run.first.world.prompts()] == [("TaskStart", first_episode)]
 
 
 def mcp_run(worlds: dict[str, object]) -> Mcp:

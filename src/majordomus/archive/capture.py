@@ -158,9 +158,6 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
         return CaptureReport(0, "capture prompt: the payload's source is not the person; not archived")
     if is_injected(text):
         return CaptureReport(0, "capture prompt: an injected message, not the person's prompt; not archived")
-
-    from majordomus.redact import redact
-
     if dry_run:  # the status self-test: the real path up to here, and nothing written
         who = first_scalar(data, row.session_keys)
         return CaptureReport(0, f"capture prompt: would archive a prompt for {provider_name} "
@@ -168,13 +165,30 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
                                 f"capture prompt: would archive a prompt for {provider_name} "
                                 "(orphan: no provider session)")
 
-    from majordomus.redact import keep_compiled_in, take_missed
-
-    keep_compiled_in(layout)  # the table's patterns compiled by an earlier capture: no `re` to import
-    text, fired = redact(text)  # before the slug, the record, the renderings or any log line exist
     prompt_id = first_scalar(data, row.id_keys)
     provider_session = first_scalar(data, row.session_keys)
+    if prompt_id is None and provider_session is not None and provider.state_file is not None:
+        # the task's first message is archived at its start under this id (start_prompt.py): the same text here
+        # is that message again, never a second record
+        from majordomus.episodes.client_state import id_if_first
+
+        prompt_id = id_if_first(provider.state_file, provider_session, text)
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
+    return archive_text(layout, provider_name, row, text, event=row.event, prompt_id=prompt_id,
+                        provider_session=provider_session, source=source, cwd=cwd)
+
+
+def archive_text(layout: Layout, provider_name: str, row: PromptRow, text: str, *, event: str,
+                 prompt_id: str | None, provider_session: str | None, source: str | None,
+                 cwd: str | None, starts_turn: bool = True) -> CaptureReport:
+    """Redact one person's message, resolve its episode strictly, write its record once (per prompt id);
+    `starts_turn`: the episode's turn is running from it (a prompt hook's), else only its activity refreshed."""
+    from majordomus.redact import keep_compiled_in, redact, take_missed
+
+    root = layout.root
+    rel = str(layout.prompts_dir.relative_to(root))
+    keep_compiled_in(layout)  # the table's patterns compiled by an earlier capture: no `re` to import
+    text, fired = redact(text)  # before the slug, the record, the renderings or any log line exist
     moment = now_s()
     from majordomus.episodes.vanished import end_vanished_quietly
 
@@ -190,7 +204,7 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
             raced = opened is not None
     branch, head = head_state(root)  # from .git's files: a prompt needs no status walk
     record = rec.PromptRecord(
-        schema=rec.SCHEMA, started_at=rfc3339(moment), provider=provider_name, event=row.event, id=prompt_id,
+        schema=rec.SCHEMA, started_at=rfc3339(moment), provider=provider_name, event=event, id=prompt_id,
         session=provider_session, episode=opened.session_id if opened else None,
         episode_link="open" if opened else "orphan",
         # the open file carries the repository_id its start computed with the same function
@@ -221,7 +235,7 @@ def capture(root: Path, provider_name: str, payload: bytes, *, dry_run: bool = F
             "a rendering could not be written; the record is safe (run majordomus capture render)")
     if opened and provider_session is not None:
         try:
-            store.touch_activity(layout, provider_session)
+            store.touch_activity(layout, provider_session, starts_turn=starts_turn)
         except (OSError, MajordomusError):
             log(layout, provider_name, "the episode's last_activity_at could not be refreshed")
     if take_missed():  # after the record: the first credential in a worktree pays for the next ones

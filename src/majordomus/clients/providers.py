@@ -117,6 +117,29 @@ class McpClientRow:
 
 
 @value
+class StateFileRow:
+    """A client's own record of one of its sessions, read where its hooks say too little (Cline): the task's first
+    message when its start hook runs, and whether the session ended in order once its process is gone.
+
+    `paths` are tried in order: `$VAR/…` only while VAR is set, `~/…` under HOME; `{session}` is the provider
+    session. Only the keys a row names are read."""
+
+    paths: tuple[str, ...]
+    prompt_key: str | None  # the task's first message, on disk before the start hook runs
+    prompt_event: str  # the client's event the record names for it
+    prompt_sources: frozenset[str]  # the start's source (the session row's source keys) that is a new task's
+    prompt_tag: str | None  # a tag the client wraps a typed message in (`<user_input mode="act">…</user_input>`)
+    messages_key: str | None  # the file of the session's messages: the prompt is this task's only while it is empty
+    dispatched_key: str | None  # the start payload's time (its run may have ended before the hook read the file)
+    status_key: str | None
+    orderly: frozenset[str]  # the statuses the client writes only when it ended the session itself
+    exit_code_key: str | None  # when named, the exit code must be 0
+    ended_key: str | None  # when the client ended it (ISO 8601, UTC)
+    pid_key: str | None  # the process the file names: it must be the episode's client
+    evidence: str
+
+
+@value
 class Provider:
     name: str
     title: str
@@ -130,6 +153,7 @@ class Provider:
     install: InstallRow | None
     resume: ResumeRow | None = None
     mcp_client: McpClientRow | None = None
+    state_file: StateFileRow | None = None
 
     def hooks_file(self) -> str | None:
         """Where install writes the hooks: the client's per-person file when it has one kept out of git, else
@@ -199,7 +223,24 @@ def _provider(name: str, raw: dict[str, Any]) -> Provider:
         resume=_resume(raw.get("resume")),
         mcp_client=McpClientRow(names=_tuple(raw["mcp_client"], "names"), evidence=str(raw["mcp_client"].get(
             "evidence", ""))) if isinstance(raw.get("mcp_client"), dict) else None,
+        state_file=_state_file(raw.get("state_file")),
     )
+
+
+def _state_file(raw: dict[str, Any] | None) -> StateFileRow | None:
+    if not isinstance(raw, dict):
+        return None
+
+    def key(name: str) -> str | None:
+        return str(raw[name]) if raw.get(name) else None
+
+    return StateFileRow(paths=_tuple(raw, "paths"), prompt_key=key("prompt_key"),
+                        prompt_event=str(raw.get("prompt_event") or ""),
+                        prompt_sources=frozenset(_tuple(raw, "prompt_sources")), prompt_tag=key("prompt_tag"),
+                        messages_key=key("messages_key"), dispatched_key=key("dispatched_key"),
+                        status_key=key("status_key"),
+                        orderly=frozenset(_tuple(raw, "orderly")), exit_code_key=key("exit_code_key"),
+                        ended_key=key("ended_key"), pid_key=key("pid_key"), evidence=str(raw.get("evidence", "")))
 
 
 def _resume(raw: dict[str, Any] | None) -> ResumeRow | None:
@@ -263,6 +304,33 @@ def problems(raw: dict[str, Any]) -> list[str]:
         found += _install_problems(name, body)
         found += _resume_problems(name, body.get("resume"))
         found += _mcp_client_problems(name, body.get("mcp_client"))
+        found += _state_file_problems(name, body.get("state_file"))
+    return found
+
+
+STATE_FILE_KEYS = frozenset({"paths", "prompt_key", "prompt_event", "prompt_sources", "prompt_tag", "messages_key",
+                             "dispatched_key", "status_key", "orderly", "exit_code_key", "ended_key", "pid_key",
+                             "evidence"})
+
+
+def _state_file_problems(name: str, row: Any) -> list[str]:
+    """A state_file row names where the client keeps a session's file, what it reads there, and the evidence."""
+    if row is None:
+        return []
+    if not isinstance(row, dict):
+        return [f"{name}: state_file is not a mapping"]
+    found = [f"{name}: state_file.{key} is not a state_file key" for key in row if key not in STATE_FILE_KEYS]
+    paths = row.get("paths")
+    if not isinstance(paths, list) or not paths or not all(
+            isinstance(p, str) and p.count("{session}") >= 1 and p.startswith(("$", "~/")) for p in paths):
+        found.append(f"{name}: state_file.paths must list $VAR/… or ~/… paths naming {{session}}")
+    if row.get("prompt_key") and not (row.get("prompt_event") and row.get("messages_key")):
+        found.append(f"{name}: state_file.prompt_key needs prompt_event and messages_key (whose emptiness says "
+                     "the prompt is this task's)")
+    if row.get("status_key") and not (row.get("orderly") and row.get("ended_key") and row.get("pid_key")):
+        found.append(f"{name}: state_file.status_key needs orderly, ended_key and pid_key")
+    if len(str(row.get("evidence") or "").strip()) < 25:
+        found.append(f"{name}: state_file.evidence is empty or too short to be evidence")
     return found
 
 

@@ -50,7 +50,17 @@ def _command(ctx: Context, argv: list[str], quick: dict[str, str | bool] | None)
         p.add_argument("--dry-run", action="store_true", help="say what would happen; write nothing")
         args = p.parse_args(argv)
         quick = {"provider": args.provider, "event": args.event, "dry_run": args.dry_run}
-    report = run_session(ctx.hook_root, str(quick["provider"]), str(quick["event"]), read_stdin(),
-                         dry_run=_dry(quick))
-    print(report.line, file=sys.stderr)
+    payload = read_stdin()
+    report = run_session(ctx.hook_root, str(quick["provider"]), str(quick["event"]), payload, dry_run=_dry(quick))
+    line = report.line
+    if report.drawn is not None and quick["event"] == "start":
+        from majordomus.clients.providers import get_provider
+
+        provider = get_provider(str(quick["provider"]))
+        if provider.state_file is not None and provider.state_file.prompt_key:  # Cline: its task's first message
+            from majordomus.archive.start_prompt import capture_start_prompt
+
+            said = capture_start_prompt(ctx.hook_root, provider, payload)
+            line = f"{line}; {said}" if said else line
+    print(line, file=sys.stderr)
     return report.exit_code

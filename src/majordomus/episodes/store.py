@@ -295,7 +295,10 @@ def update_open(layout: Layout, provider_session: str, *, sync: bool = True, **c
     return True
 
 
-def touch_activity(layout: Layout, provider_session: str) -> bool:
-    """A captured prompt of an open episode refreshes its `last_activity_at` (SPEC 4.4) and starts a turn."""
+def touch_activity(layout: Layout, provider_session: str, *, starts_turn: bool = True) -> bool:
+    """A captured prompt of an open episode refreshes its `last_activity_at` (SPEC 4.4) and starts a turn; one read
+    at its task's start (Cline's first message) does not: that turn's end hook runs beside the start hook and may
+    have recorded it completed already."""
     # no fsync: what a crash can lose here is rebuilt or moot (docs/decisions.md: what the hooks fsync)
-    return update_open(layout, provider_session, sync=False, last_activity_at=rfc3339(now_s()), last_turn="running")
+    turn = {"last_turn": "running"} if starts_turn else {}
+    return update_open(layout, provider_session, sync=False, last_activity_at=rfc3339(now_s()), **turn)

@@ -4,17 +4,21 @@ The start wrote the client process that ran it into the open file (`client: <pid
 pid means it (`client_namespace`: this boot, this pid namespace). A command that reads the episodes closes each
 of this worktree's hook episodes whose process no longer runs as `interrupted`, reason `vanished`, with what
 showed it. An episode whose client runs (or is only stopped), or whose pid was read in another namespace, is
-never touched. Stdlib only: every hook runs this.
+never touched. A client that leaves without an end hook but says in a file of its own that it ended the session
+(providers.yaml `state_file`: Cline) has that episode recorded `closed`, its own word the end reason, with both
+pieces of evidence. Stdlib only: every hook runs this.
 """
 
 from __future__ import annotations
 
+from majordomus.clients.providers import get_provider
 from majordomus.episodes import store
-from majordomus.errors import MajordomusError
+from majordomus.errors import MajordomusError, MissingError
 from majordomus.identity import process_gone, process_namespace, session_key, worktree_id
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from majordomus.episodes.client_state import OrderlyEnd
     from majordomus.layout import Layout
 
 REASON = "vanished"
@@ -47,15 +51,31 @@ def end_vanished(layout: Layout, *, dry_run: bool = False, spare: str | None = N
         why = gone_client(opened, namespace)
         if why is None or opened.provider_session is None:
             continue
+        reason, outcome = REASON, "interrupted"
+        said = _orderly_end(opened)
+        if said is not None:
+            reason, outcome, why = said.status, "closed", f"{why}; {said.sentence}"
         if dry_run:
-            lines.append(f"would close {opened.session_id} (interrupted, reason {REASON}): {why}")
+            lines.append(f"would close {opened.session_id} ({outcome}, reason {reason}): {why}")
             continue
         from majordomus.episodes.boundary import close_episode  # only when one vanished: most hooks skip it
 
-        line = close_episode(layout, opened.provider_session, REASON, "interrupted", evidence=why,
-                             client=opened.client)
+        line = close_episode(layout, opened.provider_session, reason, outcome, evidence=why, client=opened.client)
         lines.append(f"{line}: {why}" if line.startswith("episode closed") else line)
     return lines
+
+
+def _orderly_end(opened: store.OpenFile) -> OrderlyEnd | None:
+    """What the client's own session file says of the end, where its provider declares one (Cline)."""
+    try:
+        row = get_provider(opened.provider or "").state_file
+    except MissingError:
+        return None  # a provider this version does not declare: nothing but the vanished process is known
+    if row is None or not row.status_key:
+        return None
+    from majordomus.episodes.client_state import orderly_end
+
+    return orderly_end(row, opened)
 
 
 def end_vanished_quietly(layout: Layout, *, spare: str | None = None) -> list[str]:
