@@ -200,3 +200,16 @@ def test_the_otlp_span_carries_the_genai_usage_attributes(world: World) -> None:
     assert (a["gen_ai.usage.cache_read.input_tokens"], a["gen_ai.usage.cache_creation.input_tokens"]) == (2000, 400)
     assert a["gen_ai.request.model"] == SONNET and a["majordomus.usage.cost_usd"] == pytest.approx(0.00363)
     time.sleep(0)  # nothing waits: the spans are built from the files alone
+
+
+def test_a_session_id_that_is_no_file_name_is_never_made_into_a_path(world: World) -> None:
+    """A hook's payload names the client session; `../..` in it must not send the reader out of the client's
+    folder (here: to a transcript planted two levels up, which would be counted)."""
+    planted = world.home / ".claude" / "evil.jsonl"
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    world.answer("x", "msg_1", SONNET, (5, 5, 0, 0))
+    world.transcript("x").rename(planted)
+    sid = opened(world.hook("../../evil", "start", source="startup"))
+    world.hook("../../evil", "end", reason="prompt_input_exit")
+    usage = world.usage(sid)
+    assert usage["state"] == "unknown-session" and "is not a name a client's file can have" in usage["note"]

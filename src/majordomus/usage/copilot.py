@@ -28,7 +28,7 @@ def where(env: Mapping[str, str]) -> str:
 
 def locate(session: str, env: Mapping[str, str], started_at: str) -> list[Path]:
     path = home(env) / "session-state" / session / "events.jsonl"
-    return [path] if "/" not in session and session not in ("", ".", "..") and path.is_file() else []
+    return [path] if path.is_file() else []
 
 
 def read(paths: list[Path], window: Window, tally: Tally) -> None:

@@ -197,6 +197,9 @@ def usage_of(layout: Layout, e: EpisodeLike, know: Known | None, env: Mapping[st
     if not session:
         return Usage("unknown-session", note="the client's session id of this episode is not known in this "
                                              "checkout (it is kept in the working context where the episode ran)")
+    if not is_plain_name(session):
+        return Usage("unknown-session", note=f"the client's session id {session[:80]!r} is not a name a client's file "
+                                             "can have, so no file is looked for")
     env = os.environ if env is None else env
     try:
         window = Window.of(e.started_at, e.closed_at, after=know.after if know else None,
@@ -221,6 +224,12 @@ def usage_of(layout: Layout, e: EpisodeLike, know: Known | None, env: Mapping[st
     if counts is not None:
         counts.put(e.id, session, window, stamps, found)
     return found
+
+
+def is_plain_name(session: str) -> bool:
+    """Whether a client session id can stand in a file name as it is: the readers build paths of it, and it comes
+    from a hook's payload (no separator, no NUL, not `.` or `..`, not too long)."""
+    return 0 < len(session) <= 200 and "/" not in session and "\0" not in session and session not in (".", "..")
 
 
 def _usage(tally: Tally, title: str, paths: list[Path]) -> Usage:
