@@ -3,8 +3,6 @@ kept without credentials, timestamps, ids that a resend repeats, and no prompt t
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,7 +11,6 @@ from majordomus.archive.record import PromptRecord
 from majordomus.errors import UsageError
 from majordomus.history.timeline import Episode
 from majordomus.identity import parse_rfc3339
-from majordomus.layout import Layout
 from majordomus.telemetry import cursor, records
 from majordomus.telemetry.otlp import Endpoints, endpoints
 
@@ -57,10 +54,9 @@ def episode(state: str, **extra: object) -> Episode:
                    head="b", **extra)  # type: ignore[arg-type]
 
 
-def test_the_ids_are_the_same_on_every_run_and_the_status_follows_the_outcome(tmp_path: Path) -> None:
+def test_the_ids_are_the_same_on_every_run_and_the_status_follows_the_outcome() -> None:
     sources = records.Sources.__new__(records.Sources)
     sources.compacted, sources.client_sessions, sources.turns = {}, {}, {}
-    sources.layout, sources.prices, sources.known = Layout(tmp_path), {}, {}
     a = records.episode_span("local:r", episode("interrupted", end_reason="other"), sources)
     b = records.episode_span("local:r", episode("interrupted", end_reason="other"), sources)
     assert a is not None and b is not None and (a.trace_id, a.span_id) == (b.trace_id, b.span_id)

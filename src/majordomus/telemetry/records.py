@@ -21,7 +21,7 @@ from majordomus.episodes import store
 from majordomus.history.timeline import Episode
 from majordomus.identity import parse_rfc3339
 from majordomus.layout import Layout
-from majordomus.usage.episode import Usage, bill, known, policy_overrides, usage_of
+from majordomus.usage.episode import Counts, Usage, bill, known, policy_overrides, usage_of
 from majordomus.usage.prices import Price
 from majordomus.values import value
 
@@ -133,6 +133,7 @@ class Sources:
         self.layout = layout
         self.prices = policy_overrides(layout)
         self.known = known(layout)  # each episode's client session and close moments, for its usage
+        self.counts = Counts(layout)  # the usage counts kept: read once, saved once the spans are made
         self.compacted: dict[str, list[str]] = {}
         self.client_sessions: dict[str, str] = {}
         for line in ledger.read(layout):
@@ -154,7 +155,7 @@ def _put(attrs: dict[str, Any], key: str, item: object) -> None:
         attrs[key] = item
 
 
-def episode_span(repository: str, e: Episode, sources: Sources) -> Span | None:
+def episode_span(repository: str, e: Episode, sources: Sources, used: Usage | None = None) -> Span | None:
     """The span of an ended episode; None for one still open, or one without a readable start."""
     start = nanos(e.started_at)
     if e.state not in ENDED or start is None:
@@ -175,7 +176,8 @@ def episode_span(repository: str, e: Episode, sources: Sources) -> Span | None:
     attrs["majordomus.episode.compactions"] = e.compactions
     attrs["majordomus.episode.commits"] = len([c for c in e.commits if c != "diverged"])
     attrs["majordomus.episode.changed_files"] = len(e.changed_files)
-    _usage(attrs, usage_of(sources.layout, e, sources.known.get(e.id)), sources.prices)
+    if used is not None:
+        _usage(attrs, used, sources.prices)
     events: list[tuple[str, int, dict[str, Any]]] = []
     times = sources.compacted.get(e.id, [])
     for n in range(1, e.compactions + 1):
@@ -260,6 +262,9 @@ def prompts(layout: Layout, repository: str, with_prompts: bool) -> Iterator[Log
 def spans(repository: str, episodes: Iterable[Episode], sources: Sources) -> Iterator[Span]:
     """The span of each ended episode, oldest first (call `note_turns` first for its turn events)."""
     for e in sorted(episodes, key=lambda e: (e.started_at or "", e.id)):
-        found = episode_span(repository, e, sources)
+        used = usage_of(sources.layout, e, sources.known.get(e.id), counts=sources.counts) \
+            if e.state in ENDED else None
+        found = episode_span(repository, e, sources, used)
         if found is not None:
             yield found
+    sources.counts.save()
