@@ -9,7 +9,8 @@ then and only then. A test holds every function here equal to `json` on generate
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any
 

@@ -6,12 +6,13 @@ keyed by the file's size and mtime, so a prompt never pays for a YAML parser.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from majordomus import jsonlite
 from majordomus.errors import ContractError
 from majordomus.layout import Layout, write_atomic
 from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any

@@ -6,9 +6,10 @@ writes open files, records and renderings with this; PyYAML is only for the poli
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from majordomus import jsonlite
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any

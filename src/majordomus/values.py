@@ -6,7 +6,8 @@ a third of the whole budget. Records on the hook path use this instead; type che
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any, TypeVar, dataclass_transform
 

@@ -6,6 +6,8 @@ A malformed payload never stops the person: it becomes a line of key names in `.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from majordomus import jsonlite
 from majordomus.archive import record as rec
 from majordomus.archive.render import write_renderings
@@ -26,7 +28,6 @@ from majordomus.identity import (
 from majordomus.layout import Layout, append_line, create_first, ensure_dir, file_lock
 from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
@@ -121,7 +122,7 @@ def log(layout: Layout, provider: str, message: str) -> None:
 
 def keep_compiled(layout: Layout) -> None:
     """Write the worktree's kept patterns for this interpreter; a file that cannot be written costs only time."""
-    from majordomus import kept_patterns
+    from majordomus.lean import kept_patterns
     from majordomus.redact import table_sources
 
     try:

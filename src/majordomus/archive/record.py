@@ -5,11 +5,12 @@ Stdlib only: the hook path writes records through this module.
 
 from __future__ import annotations
 
+import os
+from typing import TYPE_CHECKING
+
 from majordomus import jsonlite
-from majordomus.os_lite import os
 from majordomus.values import fields_of, replace, value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Literal

@@ -6,10 +6,10 @@ Stdlib only: both hook commands read their payloads with this. Sentences name sh
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from majordomus import jsonlite
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -7,21 +7,20 @@ edits, and `python -m majordomus.clients.providers --write-json` regenerates the
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from majordomus import jsonlite
 from majordomus.errors import ContractError, MissingError
-from majordomus.paths import LitePath
 from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
     from typing import Any, Literal
 
     HookStyle = Literal["nested", "flat", "executables"]
     McpStyle = Literal["json", "codex-toml"]
 
-HERE = LitePath(__file__).parent  # no pathlib on the hook path
+HERE = Path(__file__).parent
 YAML_PATH = HERE / "providers.yaml"
 JSON_PATH = HERE / "providers.json"
 
@@ -433,7 +432,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--check"] and len(argv) <= 2:
         import yaml
 
-        source = LitePath(argv[1]) if len(argv) == 2 else YAML_PATH
+        source = Path(argv[1]) if len(argv) == 2 else YAML_PATH
         found = problems(yaml.safe_load(source.read_text(encoding="utf-8")))
         for line in found:
             print(f"majordomus: {source.name}: {line}", file=sys.stderr)

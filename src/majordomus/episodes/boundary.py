@@ -6,7 +6,9 @@ payload. Stdlib only: this runs inside a person's hooks.
 
 from __future__ import annotations
 
+import os
 import time
+from typing import TYPE_CHECKING
 
 from majordomus import ledger
 from majordomus.clients.providers import Provider
@@ -41,12 +43,10 @@ from majordomus.layout import (
     sweep_stale_temps,
     write_atomic,
 )
-from majordomus.os_lite import os
 from majordomus.redact import scrub
 from majordomus.simple_yaml import front_matter, yaml_lines
 from majordomus.values import replace, value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime

@@ -7,11 +7,12 @@ Every reader here is bounded and fails closed (None: nothing is claimed). Stdlib
 
 from __future__ import annotations
 
+import os
+from typing import TYPE_CHECKING
+
 from majordomus import jsonlite
-from majordomus.os_lite import os
 from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

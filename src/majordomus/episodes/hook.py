@@ -6,6 +6,8 @@ prints it, the MCP board stores it verbatim. Stdlib only: this runs inside a per
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from majordomus.clients.payload import Malformed, first_scalar, parse_payload
 from majordomus.clients.providers import Provider, SessionRow, get_provider
 from majordomus.episodes import store
@@ -27,7 +29,6 @@ from majordomus.values import value
 
 REASON_LIMIT = 64  # an end reason: the declared ones are short words; anything longer is cut
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any

@@ -7,13 +7,14 @@ Stdlib only: the hook path reads and writes these.
 
 from __future__ import annotations
 
+import os
+from typing import TYPE_CHECKING
+
 from majordomus.identity import now_s, rfc3339, session_key, sha256
 from majordomus.layout import Layout, file_lock, write_atomic
-from majordomus.os_lite import os
 from majordomus.simple_yaml import front_matter, parse_simple_yaml, yaml_lines
 from majordomus.values import fields_of, replace, value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from majordomus import ledger
 from majordomus.archive import record as rec
@@ -21,7 +22,6 @@ from majordomus.layout import Layout
 from majordomus.usage.episode import known, policy_overrides, usage_json, usage_of
 from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -17,6 +17,7 @@ import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from majordomus.archive import record as rec
 from majordomus.archive.render import tombstone
@@ -27,7 +28,6 @@ from majordomus.layout import PRIVATE_FILE, Layout, refuse_symlink
 from majordomus.simple_yaml import front_matter
 from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

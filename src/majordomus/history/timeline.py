@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from majordomus import ledger
 from majordomus.episodes import store
@@ -18,7 +19,6 @@ from majordomus.identity import now_utc, parse_rfc3339, worktree_id
 from majordomus.layout import Layout
 from majordomus.values import replace, value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -7,6 +7,8 @@ the search index, so it imports `sqlite3`: the capabilities import it inside the
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from majordomus.history import detail, index
 from majordomus.history.timeline import Episode, Filters, all_episodes, select
 from majordomus.layout import Layout
@@ -14,7 +16,6 @@ from majordomus.usage.episode import Usage, policy_overrides, usage_json, usages
 from majordomus.usage.prices import Price
 from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any

@@ -14,7 +14,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from majordomus.errors import InternalError, MissingError, UsageError
 from majordomus.history.timeline import all_episodes
@@ -23,7 +23,6 @@ from majordomus.layout import Layout
 from majordomus.telemetry import cursor, records
 from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
 from hashlib import blake2b, sha256
+from typing import TYPE_CHECKING
 
 from majordomus import __version__, ledger
 from majordomus.archive import scan
@@ -25,7 +26,6 @@ from majordomus.usage.episode import Usage, bill, known, policy_overrides, usage
 from majordomus.usage.prices import Price
 from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
