@@ -1,4 +1,4 @@
-"""`majordomus.jsonlite` says exactly what `json` says, for every option the hook path uses."""
+"""`majordomus.lean.jsonlite` says exactly what `json` says, for every option the hook path uses."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from majordomus import jsonlite
+from majordomus.lean import jsonlite
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
                     st.text(), st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF,
@@ -49,7 +49,7 @@ def test_loads_refuses_what_json_refuses(text: str) -> None:
     import sys
 
     # in a fresh interpreter first, where json.decoder is not imported (3.11's scanner needs it for its error)
-    probe = "import sys, majordomus.jsonlite as j\ntry:\n j.loads(sys.argv[1])\nexcept ValueError as e:\n print(e)"
+    probe = "import sys, majordomus.lean.jsonlite as j\ntry:\n j.loads(sys.argv[1])\nexcept ValueError as e:\n print(e)"
     fresh = subprocess.run([sys.executable, "-c", probe, text], capture_output=True, text=True)
     with pytest.raises(ValueError) as theirs:
         json.loads(text)
@@ -63,7 +63,7 @@ def test_the_module_imports_neither_json_nor_re() -> None:
     import subprocess
     import sys
 
-    probe = "import sys, majordomus.jsonlite as j; j.loads('{\"a\": [1, 2.5, null]}'); j.dumps_pretty({'a': 1}); " \
-            "print(' '.join(m for m in ('json', 're', 'enum') if m in sys.modules))"
+    probe = ("import sys, majordomus.lean.jsonlite as j; j.loads('{\"a\": [1, 2.5, null]}'); "
+             "j.dumps_pretty({'a': 1}); print(' '.join(m for m in ('json', 're', 'enum') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""

@@ -8,10 +8,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from majordomus import __version__, jsonlite
+from majordomus import __version__
 from majordomus.errors import ContractError, RefusedError
 from majordomus.identity import compact_stamp, now_s, now_utc, rfc3339
 from majordomus.layout import Layout, append_line, file_lock, sweep_stale_temps, write_atomic
+from majordomus.lean import jsonlite
 
 if TYPE_CHECKING:
     from datetime import datetime

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from majordomus import jsonlite
 from majordomus.errors import ContractError
 from majordomus.layout import Layout, write_atomic
+from majordomus.lean import jsonlite
 from majordomus.values import value
 
 if TYPE_CHECKING:

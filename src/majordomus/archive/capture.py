@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from majordomus import jsonlite
 from majordomus.archive import record as rec
 from majordomus.archive.render import write_renderings
 from majordomus.clients.payload import ABSENT, Malformed, field, first_scalar, json_kind, parse_payload
@@ -26,6 +25,7 @@ from majordomus.identity import (
     worktree_id,
 )
 from majordomus.layout import Layout, append_line, create_first, ensure_dir, file_lock
+from majordomus.lean import jsonlite
 from majordomus.values import value
 
 if TYPE_CHECKING:

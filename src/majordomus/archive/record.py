@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from majordomus import jsonlite
+from majordomus.lean import jsonlite
 from majordomus.values import fields_of, replace, value
 
 if TYPE_CHECKING:

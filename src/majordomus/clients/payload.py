@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from majordomus import jsonlite
+from majordomus.lean import jsonlite
 
 if TYPE_CHECKING:
     from typing import Any

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from majordomus import jsonlite
 from majordomus.errors import ContractError, MissingError
+from majordomus.lean import jsonlite
 from majordomus.values import value
 
 if TYPE_CHECKING:

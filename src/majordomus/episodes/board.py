@@ -21,8 +21,8 @@ from majordomus.episodes.sittings import HookSitting
 from majordomus.episodes.store import CONNECTION_PROVIDER, read_open
 from majordomus.errors import MissingError
 from majordomus.identity import now_utc, parse_rfc3339, rfc3339, session_key
-from majordomus.jsonlite import EncodedList, compact
 from majordomus.layout import Layout
+from majordomus.lean.jsonlite import EncodedList, compact
 
 CloseReason = Literal["detach", "expired", "shutdown"]
 Sittings = Callable[[str | None, str | None], HookSitting | None]  # (client process, client name) → its sitting

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from majordomus import jsonlite
+from majordomus.lean import jsonlite
 from majordomus.values import value
 
 if TYPE_CHECKING:

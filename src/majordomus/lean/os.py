@@ -150,7 +150,7 @@ class LeanPath:
 
 
 def _standard_path() -> Any:
-    from majordomus.lean import standard
+    from majordomus.lean.standard import standard
 
     return standard("os").path
 
@@ -181,7 +181,7 @@ def _forwarding_path(attribute: str) -> object:
 
 def stand_in() -> Any:
     """The module a hook takes for `os`: `posix`, the names above, and the standard `os` for anything else."""
-    from majordomus.lean import forwarding
+    from majordomus.lean.standard import forwarding
 
     made: Any = type(sys)("os")  # a module object, as `os` is; nothing here imports `types`
     made.__dict__.update({k: v for k, v in _posix.__dict__.items() if not k.startswith("__")})

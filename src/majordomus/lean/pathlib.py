@@ -141,13 +141,13 @@ else:
 
         def __getattr__(self, name: str) -> object:
             """What a hook did not foresee (`glob`, `iterdir`, …): the standard Path's, of the same string."""
-            from majordomus.lean import standard
+            from majordomus.lean.standard import standard
 
             return getattr(standard("pathlib").Path(self._s), name)  # type: ignore[attr-defined]
 
 
 def stand_in() -> Any:
-    from majordomus.lean import forwarding
+    from majordomus.lean.standard import forwarding
 
     made = type(sys)("pathlib")
     made.Path = made.PurePath = made.PosixPath = LitePath  # type: ignore[attr-defined]

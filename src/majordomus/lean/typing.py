@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def stand_in() -> Any:
-    from majordomus.lean import forwarding
+    from majordomus.lean.standard import forwarding
 
     made = type(sys)("typing")
     made.TYPE_CHECKING = False  # type: ignore[attr-defined]

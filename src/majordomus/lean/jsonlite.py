@@ -9,7 +9,7 @@ then and only then. A test holds every function here equal to `json` on generate
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # the room's own (majordomus.lean)
 
 if TYPE_CHECKING:
     from typing import Any
