@@ -24,7 +24,7 @@ SHA = "_sha256" if sys.version_info < (3, 12) else "_sha2"
 # errors, JSON through the C accelerator, the typed values, the providers declaration, the payload reader, and the
 # layout (fcntl for its locks).
 # (the `os` stand-in only where `os` is not loaded yet: under -IS, which test_stand_ins.py runs; here `site` has)
-LEAN = {"majordomus.lean", "majordomus.lean.standard", "majordomus.lean.typing", "majordomus.lean.pathlib"}
+LEAN = {"majordomus.lean", "majordomus.lean.pathlib"}
 COMMON = {"majordomus_hook", "__future__", "majordomus", *LEAN, "majordomus.cli", "majordomus.commands",
           "majordomus.commands.context",
           "majordomus.errors", "majordomus.lean.jsonlite", "_json", "majordomus.values",

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import majordomus_hook
+from majordomus.lean import forwarding, standard
 from majordomus.lean.os import LeanPath, lean_makedirs, stand_in
 from support import records
 
@@ -86,7 +87,7 @@ def test_makedirs_makes_every_missing_folder_and_keeps_exist_ok(tmp_path: Path) 
 
 
 def test_the_lean_module_has_what_the_hook_path_takes_from_os() -> None:
-    made = stand_in()
+    made = stand_in(forwarding("os"), standard)
     assert made.environ == dict(os.environ)
     assert (made.devnull, made.sep, made.SEEK_SET, made.SEEK_END) == (os.devnull, os.sep, os.SEEK_SET, os.SEEK_END)
     for name in ("open", "read", "write", "close", "fsync", "lstat", "replace", "link", "scandir", "posix_spawnp",

@@ -17,18 +17,44 @@ from __future__ import annotations
 
 import sys
 
+TYPE_CHECKING = False  # the room's own: it makes the stand-in for `typing`
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def enter() -> None:
     """Register the stand-ins for the standard modules this process has not imported (the launcher's first step)."""
     if "os" not in sys.modules:
         from majordomus.lean import os
 
-        sys.modules["os"] = os.stand_in()
-    if "typing" not in sys.modules:
-        from majordomus.lean import typing
-
-        sys.modules["typing"] = typing.stand_in()
+        sys.modules["os"] = os.stand_in(forwarding("os"), standard)
+    if "typing" not in sys.modules:  # of typing, a hook's modules take TYPE_CHECKING only
+        made: Any = type(sys)("typing")  # a module object; nothing here imports `types`
+        made.TYPE_CHECKING, made.__lean__, made.__getattr__ = False, True, forwarding("typing")
+        sys.modules["typing"] = made
     if "pathlib" not in sys.modules:
         from majordomus.lean import pathlib
 
-        sys.modules["pathlib"] = pathlib.stand_in()
+        sys.modules["pathlib"] = pathlib.stand_in(forwarding("pathlib"), standard)
+
+
+def forwarding(name: str) -> Any:
+    """A stand-in's `__getattr__`: a name it does not define is the standard module's. Never a dunder: the import
+    system and `repr` ask a module for `__path__`, `__spec__`, `__file__` (a stand-in has none of its own), and
+    answering those would import the standard module on every `from … import …`."""
+
+    def missing(attribute: str) -> object:
+        if attribute.startswith("__") and attribute.endswith("__"):
+            raise AttributeError(attribute)
+        return getattr(standard(name), attribute)
+
+    return missing
+
+
+def standard(name: str) -> Any:
+    """The standard module `name` itself, in place of its stand-in from now on."""
+    found = sys.modules.get(name)
+    if found is not None and getattr(found, "__lean__", False):
+        del sys.modules[name]
+    __import__(name)
+    return sys.modules[name]

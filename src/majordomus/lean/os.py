@@ -149,10 +149,14 @@ class LeanPath:
         return LeanPath.abspath(path)
 
 
-def _standard_path() -> Any:
-    from majordomus.lean.standard import standard
+def _standard(name: str) -> Any:
+    """The standard module (stand_in sets majordomus.lean's, which first takes the stand-in out of the way)."""
+    __import__(name)
+    return sys.modules[name]
 
-    return standard("os").path
+
+def _standard_path() -> Any:
+    return _standard("os").path
 
 
 def lean_makedirs(name: str, mode: int = 0o777, exist_ok: bool = False) -> None:
@@ -179,10 +183,11 @@ def _forwarding_path(attribute: str) -> object:
     return getattr(_standard_path(), attribute)
 
 
-def stand_in() -> Any:
-    """The module a hook takes for `os`: `posix`, the names above, and the standard `os` for anything else."""
-    from majordomus.lean.standard import forwarding
-
+def stand_in(forwarding: Any, standard: Any) -> Any:
+    """The module a hook takes for `os`: `posix`, the names above, and the standard `os` for anything else
+    (`forwarding` and `standard` are majordomus.lean's)."""
+    global _standard
+    _standard = standard
     made: Any = type(sys)("os")  # a module object, as `os` is; nothing here imports `types`
     made.__dict__.update({k: v for k, v in _posix.__dict__.items() if not k.startswith("__")})
     encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
@@ -196,5 +201,5 @@ def stand_in() -> Any:
     made.SEEK_SET, made.SEEK_CUR, made.SEEK_END = 0, 1, 2
     made.makedirs = lean_makedirs
     made.__lean__ = True
-    made.__getattr__ = forwarding("os")
+    made.__getattr__ = forwarding
     return made

@@ -141,16 +141,21 @@ else:
 
         def __getattr__(self, name: str) -> object:
             """What a hook did not foresee (`glob`, `iterdir`, …): the standard Path's, of the same string."""
-            from majordomus.lean.standard import standard
-
-            return getattr(standard("pathlib").Path(self._s), name)  # type: ignore[attr-defined]
+            return getattr(_standard("pathlib").Path(self._s), name)
 
 
-def stand_in() -> Any:
-    from majordomus.lean.standard import forwarding
+def _standard(name: str) -> Any:
+    """The standard module (stand_in sets majordomus.lean's, which first takes the stand-in out of the way)."""
+    __import__(name)
+    return sys.modules[name]
 
-    made = type(sys)("pathlib")
-    made.Path = made.PurePath = made.PosixPath = LitePath  # type: ignore[attr-defined]
-    made.__lean__ = True  # type: ignore[attr-defined]
-    made.__getattr__ = forwarding("pathlib")  # type: ignore[method-assign]
+
+def stand_in(forwarding: Any, standard: Any) -> Any:
+    """The module a hook takes for `pathlib` (`forwarding` and `standard` are majordomus.lean's)."""
+    global _standard
+    _standard = standard
+    made: Any = type(sys)("pathlib")
+    made.Path = made.PurePath = made.PosixPath = LitePath
+    made.__lean__ = True
+    made.__getattr__ = forwarding
     return made
