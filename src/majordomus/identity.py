@@ -9,10 +9,10 @@ import _thread
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from majordomus.errors import MissingError
-from majordomus.values import value
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -469,7 +469,7 @@ def worktree_id(root: str | Path) -> str:
 _WORKTREE_IDS: dict[str, str] = {}
 
 
-@value
+@dataclass(frozen=True)
 class TreeState:
     branch: str
     head: str  # 40 hex, or NONE before the first commit

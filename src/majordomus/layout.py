@@ -10,10 +10,10 @@ import _thread
 import fcntl
 import os
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from majordomus.errors import InternalError, MissingError, RefusedError
-from majordomus.values import value
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -43,7 +43,7 @@ class _Under:
         return found
 
 
-@value
+@dataclass(frozen=True)
 class Layout:
     """The `.ai/` layer of one worktree. Only paths: nothing here touches the disk."""
 

@@ -6,12 +6,12 @@ keyed by the file's size and mtime, so a prompt never pays for a YAML parser.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from majordomus.errors import ContractError
 from majordomus.layout import Layout, write_atomic
 from majordomus.lean import jsonlite
-from majordomus.values import value
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -74,7 +74,7 @@ MAX_PRICE = 1_000_000  # dollars per 1M tokens: past this a row is a typo
 MAX_PRICE_ROWS = 1000
 
 
-@value
+@dataclass(frozen=True)
 class Policy:
     values: dict[str, int]
     declared: frozenset[str] = frozenset()

@@ -23,9 +23,8 @@ How a rule runs (its `anchor`), cheapest first:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from majordomus.values import value
 
 if TYPE_CHECKING:
     import re
@@ -106,7 +105,7 @@ _NAME_TAIL = r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{1,64}\Z"
 _USERINFO_PLACEHOLDERS = frozenset({"password", "passwd", "pass", "pwd", "pw", "secret", "token", "changeme"})
 
 
-@value
+@dataclass(frozen=True)
 class Rule:
     """One credential shape. If `pattern` has a group named `secret`, only that group is replaced.
 

@@ -6,6 +6,7 @@ A malformed payload never stops the person: it becomes a line of key names in `.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from majordomus.archive import record as rec
@@ -26,7 +27,6 @@ from majordomus.identity import (
 )
 from majordomus.layout import Layout, append_line, create_first, ensure_dir, file_lock
 from majordomus.lean import jsonlite
-from majordomus.values import value
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -45,7 +45,7 @@ INJECTED_MARKERS = (
 )
 
 
-@value
+@dataclass(frozen=True)
 class CaptureReport:
     exit_code: int
     line: str

@@ -6,10 +6,10 @@ Stdlib only: the hook path writes records through this module.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING
 
 from majordomus.lean import jsonlite
-from majordomus.values import fields_of, replace, value
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -67,7 +67,7 @@ def slug(text: str | None, fallback: str | None = None) -> str:
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-@value
+@dataclass(frozen=True)
 class PromptRecord:
     """One prompt record (SPEC 5.2). `present` names the members the file has: an older record may lack some,
     and a rewrite never invents what a reader did not find (reconcile's `completed` adds them on purpose)."""
@@ -112,7 +112,7 @@ class PromptRecord:
 
     def members(self) -> dict[str, Any]:
         """The record's members in the one order: SPEC fields, a legacy `repository` after `cwd`, then optionals."""
-        own = fields_of(self)
+        own = {f.name: getattr(self, f.name) for f in fields(self)}
         legacy = dict(self.legacy)
         out: dict[str, Any] = {}
         for key in FIELDS:

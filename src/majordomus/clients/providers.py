@@ -7,12 +7,12 @@ edits, and `python -m majordomus.clients.providers --write-json` regenerates the
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from majordomus.errors import ContractError, MissingError
 from majordomus.lean import jsonlite
-from majordomus.values import value
 
 if TYPE_CHECKING:
     from typing import Any, Literal
@@ -40,7 +40,7 @@ INSTALL_KEYS = frozenset({"hook_style", "command_key", "timeout_key", "handler_e
                           "local_config", "trust", "unsupported"})
 
 
-@value
+@dataclass(frozen=True)
 class SessionRow:
     events: dict[str, tuple[str, ...]]  # start|end|compact -> the client's event names (one or more)
     session_keys: tuple[str, ...]
@@ -57,7 +57,7 @@ CONNECTION_ROW = SessionRow(events={}, session_keys=("session_id",), source_keys
                             reason_keys=("reason",), deliberate=frozenset({"detach", "shutdown"}))
 
 
-@value
+@dataclass(frozen=True)
 class PromptRow:
     event: str
     text_keys: tuple[str, ...]
@@ -68,7 +68,7 @@ class PromptRow:
     start_races: bool = False  # the client starts this hook and its SessionStart at the same moment
 
 
-@value
+@dataclass(frozen=True)
 class InstallRow:
     """How `capture install` spells this client's hook and MCP entries; `unsupported` says why it cannot.
 
@@ -93,7 +93,7 @@ class InstallRow:
     unsupported: str | None  # the sentence that says why majordomus cannot write this client's hooks
 
 
-@value
+@dataclass(frozen=True)
 class ResumeRow:
     """The client's own command that resumes one of its sessions (`{session}` stands for the provider session)."""
 
@@ -106,7 +106,7 @@ class ResumeRow:
         return self.command.replace("{session}", shlex.quote(session))
 
 
-@value
+@dataclass(frozen=True)
 class McpClientRow:
     """The names a client gives itself in an MCP `initialize` (`clientInfo.name`): how an attach from a client
     whose hooks record its episodes is recognised when no open episode names its process."""
@@ -115,7 +115,7 @@ class McpClientRow:
     evidence: str
 
 
-@value
+@dataclass(frozen=True)
 class StateFileRow:
     """A client's own record of one of its sessions, read where its hooks say too little (Cline): the task's first
     message when its start hook runs, and whether the session ended in order once its process is gone.
@@ -138,7 +138,7 @@ class StateFileRow:
     evidence: str
 
 
-@value
+@dataclass(frozen=True)
 class Provider:
     name: str
     title: str

@@ -8,10 +8,10 @@ Every reader here is bounded and fails closed (None: nothing is claimed). Stdlib
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from majordomus.lean import jsonlite
-from majordomus.values import value
 
 if TYPE_CHECKING:
     from typing import Any
@@ -138,7 +138,7 @@ def id_if_first(row: StateFileRow, session: str, text: str) -> str | None:
     return None
 
 
-@value
+@dataclass(frozen=True)
 class OrderlyEnd:
     status: str  # the client's own word, the record's end reason
     sentence: str  # what showed it, for the record's end evidence

@@ -6,6 +6,7 @@ prints it, the MCP board stores it verbatim. Stdlib only: this runs inside a per
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from majordomus.clients.payload import Malformed, first_scalar, parse_payload
@@ -25,7 +26,6 @@ from majordomus.errors import MajordomusError, MissingError, UsageError
 from majordomus.identity import client_process, process_namespace, session_key
 from majordomus.layout import Layout
 from majordomus.redact import scrub
-from majordomus.values import value
 
 REASON_LIMIT = 64  # an end reason: the declared ones are short words; anything longer is cut
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 EVENTS = ("start", "end", "compact", "turn")
 
 
-@value
+@dataclass(frozen=True)
 class SessionReport:
     exit_code: int
     line: str

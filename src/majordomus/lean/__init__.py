@@ -32,6 +32,10 @@ def enter() -> None:
         made: Any = type(sys)("typing")  # a module object; nothing here imports `types`
         made.TYPE_CHECKING, made.__lean__, made.__getattr__ = False, True, forwarding("typing")
         sys.modules["typing"] = made
+    if "dataclasses" not in sys.modules:
+        from majordomus.lean import dataclasses
+
+        sys.modules["dataclasses"] = dataclasses.stand_in(forwarding("dataclasses"), standard)
     if "pathlib" not in sys.modules:
         from majordomus.lean import pathlib
 
