@@ -27,7 +27,7 @@ SHA = "_sha256" if sys.version_info < (3, 12) else "_sha2"
 LEAN = {"majordomus.lean", "majordomus.lean.pathlib"}
 COMMON = {"majordomus_hook", "__future__", "majordomus", *LEAN, "majordomus.cli", "majordomus.commands",
           "majordomus.commands.context",
-          "majordomus.errors", "majordomus.lean.jsonlite", "_json", "majordomus.lean.dataclasses",
+          "majordomus.errors", "majordomus.lean.json", "_json", "majordomus.lean.dataclasses",
           "majordomus.clients", "majordomus.clients.payload", "majordomus.clients.providers", "majordomus.layout",
           "fcntl", "majordomus.episodes", "majordomus.episodes.store", "majordomus.identity", SHA,
           "majordomus.simple_yaml", "majordomus.redact",

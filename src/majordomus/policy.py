@@ -6,12 +6,12 @@ keyed by the file's size and mtime, so a prompt never pays for a YAML parser.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from majordomus.errors import ContractError
 from majordomus.layout import Layout, write_atomic
-from majordomus.lean import jsonlite
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -256,7 +256,7 @@ def cached_values(layout: Layout) -> dict[str, int]:
         return dict(DEFAULTS)  # never parsed on the hook path; doctor names it
     stamp = [st.st_size, st.st_mtime_ns]
     try:
-        cached = jsonlite.loads(layout.policy_cache.read_bytes().decode("utf-8"))
+        cached = json.loads(layout.policy_cache.read_bytes().decode("utf-8"))
         if cached.get("stamp") == stamp and isinstance(cached.get("values"), dict):
             return {**DEFAULTS, **cached["values"]}
     except (OSError, ValueError, AttributeError):  # unreadable, not JSON, or JSON but not an object
@@ -266,7 +266,7 @@ def cached_values(layout: Layout) -> dict[str, int]:
     except ContractError:
         return dict(DEFAULTS)
     try:
-        write_atomic(layout.policy_cache, jsonlite.dumps({"stamp": stamp, "values": values}).encode())
+        write_atomic(layout.policy_cache, json.dumps({"stamp": stamp, "values": values}).encode())
     except OSError:
         pass
     return values

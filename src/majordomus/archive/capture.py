@@ -6,6 +6,7 @@ A malformed payload never stops the person: it becomes a line of key names in `.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,6 @@ from majordomus.identity import (
     worktree_id,
 )
 from majordomus.layout import Layout, append_line, create_first, ensure_dir, file_lock
-from majordomus.lean import jsonlite
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -57,7 +57,7 @@ def _keys(data: dict[str, Any]) -> str:
 
     # redacted whole before it is cut (a cut credential no longer matches its shape), then escaped (a key
     # holding a line feed must not break the log line) and capped
-    names = [jsonlite.dumps(redact(str(k))[0][:40])[1:-1] for k in list(data)[:30]]
+    names = [json.dumps(redact(str(k))[0][:40])[1:-1] for k in list(data)[:30]]
     more = f", … ({len(data)} in all)" if len(data) > 30 else ""
     return ", ".join(names) + more if names else "none"
 

@@ -5,11 +5,10 @@ Stdlib only: the hook path writes records through this module.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING
-
-from majordomus.lean import jsonlite
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -180,9 +179,9 @@ def dumps(record: PromptRecord) -> bytes:
     """Pretty JSON, one member per line, the order above: line 1 `{`, line 2 the schema, last line `}`."""
     body = record.members()
     try:
-        return (jsonlite.dumps_pretty(body, ensure_ascii=False) + "\n").encode("utf-8")
+        return (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate from a `\ud800` escape: keep it, escaped
-        return (jsonlite.dumps_pretty(body, ensure_ascii=True) + "\n").encode("utf-8")
+        return (json.dumps(body, indent=2, ensure_ascii=True) + "\n").encode("utf-8")
 
 
 def is_pretty(raw: bytes) -> bool:

@@ -6,13 +6,13 @@ edits, and `python -m majordomus.clients.providers --write-json` regenerates the
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from majordomus.errors import ContractError, MissingError
-from majordomus.lean import jsonlite
 
 if TYPE_CHECKING:
     from typing import Any, Literal
@@ -254,7 +254,7 @@ _BUILT: dict[str, Provider] = {}  # providers built from it so far: a hook build
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        raw = jsonlite.loads(path.read_bytes().decode("utf-8"))
+        raw = json.loads(path.read_bytes().decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise ContractError(f"the providers declaration {path.name} cannot be read: {exc}",
                             "reinstall majordomus") from exc

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from majordomus import ledger
+from majordomus.encoded_json import EncodedList, compact
 from majordomus.episodes.boundary import set_connection_state
 from majordomus.episodes.hook import SessionReport, run_payload
 from majordomus.episodes.sittings import HookSitting
@@ -22,7 +23,6 @@ from majordomus.episodes.store import CONNECTION_PROVIDER, read_open
 from majordomus.errors import MissingError
 from majordomus.identity import now_utc, parse_rfc3339, rfc3339, session_key
 from majordomus.layout import Layout
-from majordomus.lean.jsonlite import EncodedList, compact
 
 CloseReason = Literal["detach", "expired", "shutdown"]
 Sittings = Callable[[str | None, str | None], HookSitting | None]  # (client process, client name) → its sitting

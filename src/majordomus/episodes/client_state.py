@@ -7,11 +7,10 @@ Every reader here is bounded and fails closed (None: nothing is claimed). Stdlib
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from majordomus.lean import jsonlite
 
 if TYPE_CHECKING:
     from typing import Any
@@ -58,7 +57,7 @@ def _read_json(path: str, limit: int) -> Any:
     if len(data) > limit:
         return None
     try:
-        return jsonlite.loads(data.decode("utf-8"))
+        return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None
 

@@ -36,6 +36,10 @@ def enter() -> None:
         from majordomus.lean import dataclasses
 
         sys.modules["dataclasses"] = dataclasses.stand_in(forwarding("dataclasses"), standard)
+    if "json" not in sys.modules:
+        from majordomus.lean import json
+
+        sys.modules["json"] = json.stand_in(forwarding("json"), standard)
     if "pathlib" not in sys.modules:
         from majordomus.lean import pathlib
 
