@@ -4,7 +4,7 @@ It fails open. Whatever goes wrong — the package will not import, the command 
 client gets exit 0 and nothing on stdout, which every client reads as "no opinion" (exit 2 would block the
 person's prompt in Claude Code and Gemini CLI), and the failure becomes one line in `.ai/local/hook-failures.log`,
 which `majordomus doctor` reports with the repair. It imports nothing before majordomus: it runs on every prompt
-a person types (not even `os`: majordomus.os_lite says why).
+a person types (not even `os`: majordomus.lean says why).
 
 A module of its own at the top of site-packages, beside `majordomus/` rather than in it, so that a package broken
 at its root (a half-finished upgrade) still has its failure logged; and a module rather than the script, because
@@ -82,8 +82,10 @@ def _where(exc: BaseException) -> str:
 
 def _site() -> None:
     """What -S left out: the environment's .pth files, and the user's site-packages for a --user install."""
-    for name in [n for n in sys.modules if n == "majordomus" or n.startswith("majordomus.")]:
-        del sys.modules[name]  # a namespace package found half-way, say: the import starts over
+    for name in [n for n in sys.modules if n == "majordomus" or n.startswith("majordomus.")
+                 or getattr(sys.modules[n], "__lean__", False)]:
+        del sys.modules[name]  # a namespace package found half-way, say: the import starts over (and `site`
+        # gets the standard os, not majordomus.lean's stand-in)
     import site
 
     site.main()
@@ -94,6 +96,9 @@ def _site() -> None:
 def main(argv: list[str]) -> int:
     try:
         try:
+            from majordomus.lean import enter
+
+            enter()  # the hook's fast path: majordomus/lean/__init__.py says what, and why
             from majordomus.cli import main as run
         except ImportError:
             if "site" in sys.modules:

@@ -20,11 +20,14 @@ from support import MAJORDOMUS_HOOK
 # The builtin SHA-256 (hashlib would load OpenSSL): 3.11 calls it _sha256, 3.12 moved it into _sha2.
 SHA = "_sha256" if sys.version_info < (3, 12) else "_sha2"
 
-# Every command: the launcher's module, the entry, its context and errors, JSON through the C accelerator, the typed
-# values, the light paths, the providers declaration, the payload reader, and the layout (fcntl for its locks).
-COMMON = {"majordomus_hook", "__future__", "majordomus", "majordomus.os_lite", "majordomus.cli", "majordomus.commands",
+# Every command: the launcher's module, the fast path's stand-ins (majordomus.lean), the entry, its context and
+# errors, JSON through the C accelerator, the typed values, the providers declaration, the payload reader, and the
+# layout (fcntl for its locks).
+# (the `os` stand-in only where `os` is not loaded yet: under -IS, which test_stand_ins.py runs; here `site` has)
+LEAN = {"majordomus.lean", "majordomus.lean.pathlib"}
+COMMON = {"majordomus_hook", "__future__", "majordomus", *LEAN, "majordomus.cli", "majordomus.commands",
           "majordomus.commands.context",
-          "majordomus.errors", "majordomus.jsonlite", "_json", "majordomus.values", "majordomus.paths",
+          "majordomus.errors", "majordomus.lean.json", "_json", "majordomus.lean.dataclasses",
           "majordomus.clients", "majordomus.clients.payload", "majordomus.clients.providers", "majordomus.layout",
           "fcntl", "majordomus.episodes", "majordomus.episodes.store", "majordomus.identity", SHA,
           "majordomus.simple_yaml", "majordomus.redact",
@@ -119,11 +122,11 @@ def test_capture_prompt_imports_exactly_its_list_and_re_only_for_a_rule(initiali
         found = hook_imports(initialised_repo, payload, "capture", "prompt", "--provider", "claude-code")
         assert found & FORBIDDEN == set(), (text, found & FORBIDDEN)
         # the first credential in a worktree compiles its rule with `re`, and writes the compiled code down
-        # (majordomus.kept_patterns); every later one builds the pattern from that code: no `re` at all
+        # (majordomus.lean.kept_patterns); every later one builds the pattern from that code: no `re` at all
         needs_re = (text == SECRET and n == 2) or regex_hint
         listed = EXPECTED["prompt-open" if session == "imp-p" else "prompt"]
         if text == SECRET:
-            listed = listed | {"majordomus.kept_patterns", "_sre"}
+            listed = listed | {"majordomus.lean.kept_patterns", "_sre"}
         expected = listed | (RE_FAMILY & found if needs_re else set())
         assert sorted(found - expected) == [], (text, "imported beyond the list")
         assert sorted(listed - found) == [], "the list names what is not imported any more: tighten it"

@@ -7,12 +7,12 @@ start fast. Nothing imports this module but the console script and `python -m ma
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from majordomus import __version__
 from majordomus.commands.context import Context
 from majordomus.errors import MajordomusError, UsageError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 

@@ -6,14 +6,14 @@ Stdlib only: the hook path imports this. One function computes each identity; ev
 from __future__ import annotations
 
 import _thread
+import os
 import sys
 import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from majordomus.errors import MissingError
-from majordomus.os_lite import os
-from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
     from hashlib import sha256 as sha256
@@ -298,7 +298,7 @@ def find_root(start: str | Path) -> Path:
 
 
 def find_root_str(start: str | Path) -> str:
-    """`find_root` as a string (the hook path builds a LitePath of it).
+    """`find_root` as a string (the hook path builds its Path of it).
 
     Walks up to the first `.git` (a directory, or a worktree's file) in Python: a git process costs a
     hook several milliseconds. With GIT_DIR or GIT_WORK_TREE set, git itself is asked.
@@ -469,7 +469,7 @@ def worktree_id(root: str | Path) -> str:
 _WORKTREE_IDS: dict[str, str] = {}
 
 
-@value
+@dataclass(frozen=True)
 class TreeState:
     branch: str
     head: str  # 40 hex, or NONE before the first commit

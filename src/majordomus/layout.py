@@ -8,16 +8,16 @@ from __future__ import annotations
 import _stat as stat  # builtin, as `stat` is not (its S_* functions are these)
 import _thread
 import fcntl
+import os
 import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from majordomus.errors import InternalError, MissingError, RefusedError
-from majordomus.os_lite import os
-from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from pathlib import Path  # the hook path passes a majordomus.paths.LitePath: the same operations, no pathlib
+    from pathlib import Path
 
 PRIVATE_FILE = 0o600
 PRIVATE_DIR = 0o700
@@ -43,7 +43,7 @@ class _Under:
         return found
 
 
-@value
+@dataclass(frozen=True)
 class Layout:
     """The `.ai/` layer of one worktree. Only paths: nothing here touches the disk."""
 

@@ -5,13 +5,15 @@ Stdlib only: the hook path appends here.
 
 from __future__ import annotations
 
-from majordomus import __version__, jsonlite
+import json
+import os
+from typing import TYPE_CHECKING
+
+from majordomus import __version__
 from majordomus.errors import ContractError, RefusedError
 from majordomus.identity import compact_stamp, now_s, now_utc, rfc3339
 from majordomus.layout import Layout, append_line, file_lock, sweep_stale_temps, write_atomic
-from majordomus.os_lite import os
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
     from pathlib import Path
@@ -43,7 +45,7 @@ def append(layout: Layout, event: str, *, session: str | None = None, head: str 
     if session:
         line["session"] = session
     line.update(payload)
-    text = jsonlite.dumps(line, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(line, ensure_ascii=False, separators=(",", ":"))
     with file_lock(_lock(layout), shared=True):  # appenders share; only a rotation waits for them all
         append_line(layout.ledger_file, text)
 
@@ -74,7 +76,7 @@ def read(layout: Layout) -> list[dict[str, Any]]:
 def has_event(layout: Layout, event: str, session: str) -> bool:
     """Whether a line of `event` names `session`, in the ledger or else in one of its rotated archives. Only the
     lines that mention the session are parsed (a byte search): a start that keeps an open episode asks this."""
-    needle = ('"session":' + jsonlite.dumps(session, ensure_ascii=False)).encode("utf-8")
+    needle = ('"session":' + json.dumps(session, ensure_ascii=False)).encode("utf-8")
     if _names(str(layout.ledger_file), needle, event, session):
         return True
     try:  # the archives only when the ledger has no such line: a rotation is rare
@@ -96,7 +98,7 @@ def _names(path: str, needle: bytes, event: str, session: str) -> bool:
         end = raw.find(b"\n", at)
         line = raw[raw.rfind(b"\n", 0, at) + 1:end if end >= 0 else len(raw)]
         try:
-            item = jsonlite.loads(line.decode("utf-8"))
+            item = json.loads(line.decode("utf-8"))
         except (ValueError, UnicodeDecodeError):
             item = None
         if isinstance(item, dict) and item.get("event") == event and item.get("session") == session:

@@ -6,12 +6,13 @@ keyed by the file's size and mtime, so a prompt never pays for a YAML parser.
 
 from __future__ import annotations
 
-from majordomus import jsonlite
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from majordomus.errors import ContractError
 from majordomus.layout import Layout, write_atomic
-from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
@@ -73,7 +74,7 @@ MAX_PRICE = 1_000_000  # dollars per 1M tokens: past this a row is a typo
 MAX_PRICE_ROWS = 1000
 
 
-@value
+@dataclass(frozen=True)
 class Policy:
     values: dict[str, int]
     declared: frozenset[str] = frozenset()
@@ -255,7 +256,7 @@ def cached_values(layout: Layout) -> dict[str, int]:
         return dict(DEFAULTS)  # never parsed on the hook path; doctor names it
     stamp = [st.st_size, st.st_mtime_ns]
     try:
-        cached = jsonlite.loads(layout.policy_cache.read_bytes().decode("utf-8"))
+        cached = json.loads(layout.policy_cache.read_bytes().decode("utf-8"))
         if cached.get("stamp") == stamp and isinstance(cached.get("values"), dict):
             return {**DEFAULTS, **cached["values"]}
     except (OSError, ValueError, AttributeError):  # unreadable, not JSON, or JSON but not an object
@@ -265,7 +266,7 @@ def cached_values(layout: Layout) -> dict[str, int]:
     except ContractError:
         return dict(DEFAULTS)
     try:
-        write_atomic(layout.policy_cache, jsonlite.dumps({"stamp": stamp, "values": values}).encode())
+        write_atomic(layout.policy_cache, json.dumps({"stamp": stamp, "values": values}).encode())
     except OSError:
         pass
     return values

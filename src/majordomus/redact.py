@@ -23,9 +23,9 @@ How a rule runs (its `anchor`), cheapest first:
 
 from __future__ import annotations
 
-from majordomus.values import value
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
     from typing import Any, Callable, Iterator
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from majordomus.layout import Layout
 
 # `re` is imported only when a text needs a rule (one of its hints is in the text): ~5 ms of every hook; and not
-# even then where the worktree keeps the table's compiled patterns (majordomus.kept_patterns)
+# even then where the worktree keeps the table's compiled patterns (majordomus.lean.kept_patterns)
 
 _compiled: dict[str, re.Pattern[str]] = {}
 _keeper: Layout | None = None  # the worktree whose kept patterns this process uses (keep_compiled_in)
@@ -41,7 +41,7 @@ _missed = False  # a pattern was compiled by `re` while a worktree keeps them: i
 
 
 def keep_compiled_in(layout: Layout) -> None:
-    """Compile the table's patterns from the code this worktree keeps (majordomus.kept_patterns)."""
+    """Compile the table's patterns from the code this worktree keeps (majordomus.lean.kept_patterns)."""
     global _keeper
     _keeper = layout
 
@@ -59,7 +59,7 @@ def compiled(source: str) -> re.Pattern[str]:
     found = _compiled.get(source)
     if found is None:
         if _keeper is not None:
-            from majordomus import kept_patterns
+            from majordomus.lean import kept_patterns
 
             found = kept_patterns.compiled(_keeper, source)
             _missed = _missed or found is None
@@ -105,7 +105,7 @@ _NAME_TAIL = r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{1,64}\Z"
 _USERINFO_PLACEHOLDERS = frozenset({"password", "passwd", "pass", "pwd", "pw", "secret", "token", "changeme"})
 
 
-@value
+@dataclass(frozen=True)
 class Rule:
     """One credential shape. If `pattern` has a group named `secret`, only that group is replaced.
 

@@ -6,9 +6,9 @@ writes open files, records and renderings with this; PyYAML is only for the poli
 
 from __future__ import annotations
 
-from majordomus import jsonlite
+import json
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
@@ -37,7 +37,7 @@ def yaml_scalar(value: Any) -> str:
     JSON leaves a few characters raw that YAML refuses (C1 controls, U+FFFE) or folds as line breaks
     (NEL, U+2028, U+2029): those become `\\uXXXX` escapes, which both languages read the same way.
     """
-    text = jsonlite.dumps(value, ensure_ascii=False)
+    text = json.dumps(value, ensure_ascii=False)
     if not isinstance(value, str) or (value.isascii() and "\x7f" not in value):
         return text
     if ESCAPE_BMP.isdisjoint(text) and not has_surrogate(text):
@@ -82,7 +82,7 @@ def parse_simple_yaml(text: str) -> dict[str, Any]:
 def _scalar(text: str) -> Any:
     text = text.strip()
     try:
-        return jsonlite.loads(text)
+        return json.loads(text)
     except ValueError:
         if len(text) >= 2 and text[0] == text[-1] == "'":
             return text[1:-1].replace("''", "'")

@@ -1,4 +1,4 @@
-"""The credential table's patterns, kept compiled in a worktree (majordomus.kept_patterns), match exactly as `re`'s.
+"""The credential table's patterns, kept compiled in a worktree (majordomus.lean.kept_patterns), match as `re`'s.
 
 A prompt holding a credential builds its rule's pattern from the code an earlier capture wrote under
 `.ai/local/state/` instead of importing `re` (~5 ms on 3.11). A pattern built that way must find every span `re`'s
@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import majordomus.redact as redact_module
-from majordomus import kept_patterns
 from majordomus.layout import Layout
+from majordomus.lean import kept_patterns
 from majordomus.redact import load_rules, table_sources
 from support import MAJORDOMUS_HOOK
 

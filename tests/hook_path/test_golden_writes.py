@@ -6,7 +6,7 @@ json and datetime) by this same scenario, with `--regenerate`-style use of `scen
 `majordomus` console entry in its own interpreter, with the clock and `os.urandom` fixed by a small preamble, in
 a real git repository whose commit is fixed too. Paths and the worktree id (which name the temp directory) are
 replaced by placeholders before comparing. The scenario runs twice: through the console entry, and as the wired
-hooks start (`python -IS`, where the hook path imports no `os`: majordomus.os_lite).
+hooks start (`python -IS`, where the hook path imports no standard `os`: majordomus.lean).
 """
 
 from __future__ import annotations
@@ -47,12 +47,14 @@ ENTRY = PREAMBLE + """
 from majordomus.cli import main
 raise SystemExit(main())
 """
-# The same under `python -IS`, as the wired hooks start: no `os` is imported (majordomus.os_lite serves the hook
-# path from `posix`, whose urandom is fixed instead), and the source folder stands in for the site-packages
+# The same under `python -IS`, as the wired hooks start: the launcher's stand-ins registered (majordomus.lean: `os`
+# served from `posix`, whose urandom is fixed instead), no standard `os` imported, and the source folder stands in
+# for the site-packages
 LEAN_ENTRY = ("import posix, sys\nsys.path.insert(0, sys.argv.pop(1))\n"
               + PREAMBLE.replace("import os, sys, time, io", "import sys, time, io").replace("os.urandom = urandom",
                                                                                      "posix.urandom = urandom")
-              + "import majordomus.cli\nassert 'os' not in sys.modules, 'os imported'\n"
+              + "from majordomus.lean import enter\nenter()\nimport majordomus.cli\n"
+                "assert getattr(sys.modules['os'], '__lean__', False), 'the standard os imported'\n"
                 "raise SystemExit(majordomus.cli.main())\n")
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -111,7 +113,7 @@ def scenario(root: Path, lean: bool = False) -> dict[str, object]:
             rel = str(path.relative_to(root))
             if "/locks/" in rel or (name.startswith("patterns.") and name.endswith(".marshal")) \
                     or name == "policy.cache.json":
-                continue  # caches: the interpreter's compiled patterns (majordomus.kept_patterns), the parsed policy
+                continue  # caches: the compiled patterns (majordomus.lean.kept_patterns), the parsed policy
             files[rel] = path.read_bytes().decode("utf-8", "surrogateescape")
     return normalise(root, {"lines": lines, "files": files})
 

@@ -6,7 +6,10 @@ A malformed payload never stops the person: it becomes a line of key names in `.
 
 from __future__ import annotations
 
-from majordomus import jsonlite
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from majordomus.archive import record as rec
 from majordomus.archive.render import write_renderings
 from majordomus.clients.payload import ABSENT, Malformed, field, first_scalar, json_kind, parse_payload
@@ -24,9 +27,7 @@ from majordomus.identity import (
     worktree_id,
 )
 from majordomus.layout import Layout, append_line, create_first, ensure_dir, file_lock
-from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
@@ -44,7 +45,7 @@ INJECTED_MARKERS = (
 )
 
 
-@value
+@dataclass(frozen=True)
 class CaptureReport:
     exit_code: int
     line: str
@@ -56,7 +57,7 @@ def _keys(data: dict[str, Any]) -> str:
 
     # redacted whole before it is cut (a cut credential no longer matches its shape), then escaped (a key
     # holding a line feed must not break the log line) and capped
-    names = [jsonlite.dumps(redact(str(k))[0][:40])[1:-1] for k in list(data)[:30]]
+    names = [json.dumps(redact(str(k))[0][:40])[1:-1] for k in list(data)[:30]]
     more = f", … ({len(data)} in all)" if len(data) > 30 else ""
     return ", ".join(names) + more if names else "none"
 
@@ -121,7 +122,7 @@ def log(layout: Layout, provider: str, message: str) -> None:
 
 def keep_compiled(layout: Layout) -> None:
     """Write the worktree's kept patterns for this interpreter; a file that cannot be written costs only time."""
-    from majordomus import kept_patterns
+    from majordomus.lean import kept_patterns
     from majordomus.redact import table_sources
 
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from majordomus import ledger
@@ -19,7 +19,6 @@ from majordomus.errors import ContractError, InternalError
 from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import Layout
 from majordomus.policy import load_policy
-from majordomus.values import replace
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ tier knows is linked only when exactly one unclaimed closed episode of this work
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TypeAlias
@@ -19,7 +19,6 @@ from majordomus.archive.scan import Entry, Named, Rewriter, entries, halves, has
 from majordomus.episodes import store
 from majordomus.identity import now_utc, parse_rfc3339, repository_id, worktree_id
 from majordomus.layout import Layout
-from majordomus.values import replace
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,11 @@ Stdlib only: the hook path writes records through this module.
 
 from __future__ import annotations
 
-from majordomus import jsonlite
-from majordomus.os_lite import os
-from majordomus.values import fields_of, replace, value
+import json
+import os
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Literal
@@ -66,7 +66,7 @@ def slug(text: str | None, fallback: str | None = None) -> str:
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-@value
+@dataclass(frozen=True)
 class PromptRecord:
     """One prompt record (SPEC 5.2). `present` names the members the file has: an older record may lack some,
     and a rewrite never invents what a reader did not find (reconcile's `completed` adds them on purpose)."""
@@ -111,7 +111,7 @@ class PromptRecord:
 
     def members(self) -> dict[str, Any]:
         """The record's members in the one order: SPEC fields, a legacy `repository` after `cwd`, then optionals."""
-        own = fields_of(self)
+        own = {f.name: getattr(self, f.name) for f in fields(self)}
         legacy = dict(self.legacy)
         out: dict[str, Any] = {}
         for key in FIELDS:
@@ -179,9 +179,9 @@ def dumps(record: PromptRecord) -> bytes:
     """Pretty JSON, one member per line, the order above: line 1 `{`, line 2 the schema, last line `}`."""
     body = record.members()
     try:
-        return (jsonlite.dumps_pretty(body, ensure_ascii=False) + "\n").encode("utf-8")
+        return (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate from a `\ud800` escape: keep it, escaped
-        return (jsonlite.dumps_pretty(body, ensure_ascii=True) + "\n").encode("utf-8")
+        return (json.dumps(body, indent=2, ensure_ascii=True) + "\n").encode("utf-8")
 
 
 def is_pretty(raw: bytes) -> bool:

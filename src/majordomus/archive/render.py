@@ -6,15 +6,15 @@ Both are rebuilt from the record, never the other way. Stdlib only: the hook pat
 from __future__ import annotations
 
 import _stat as stat  # builtin, as `stat` is not (its S_* functions are these)
+import os
 import time
+from typing import TYPE_CHECKING
 
 from majordomus.archive import record as rec
 from majordomus.identity import sha256
 from majordomus.layout import PRIVATE_FILE, refuse_symlink, temp_name
-from majordomus.os_lite import os
 from majordomus.simple_yaml import ESCAPE_BMP, has_surrogate, yaml_scalar
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import stat
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from hashlib import sha256 as fast_sha256  # OpenSSL's: not the hook's builtin, 3-4x faster a record
 
 from majordomus.archive import record as rec
@@ -18,7 +18,6 @@ from majordomus.archive.render import _NS, fingerprint, fingerprinted, refresh
 from majordomus.archive.scan import entries, halves, record_names
 from majordomus.errors import RefusedError
 from majordomus.layout import PRIVATE_DIR, PRIVATE_FILE, Layout, write_atomic
-from majordomus.values import replace
 
 STALE_TEMP_SECONDS = 600  # a capture's temp file older than this belongs to a process that died
 

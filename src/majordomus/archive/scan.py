@@ -8,14 +8,13 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
 from majordomus.archive import record as rec
 from majordomus.archive.render import write_renderings
 from majordomus.layout import PRIVATE_FILE, Layout, file_lock, refuse_symlink, temp_name
-from majordomus.values import replace
 
 
 @dataclass

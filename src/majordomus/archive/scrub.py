@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from majordomus.archive import record as rec
 from majordomus.archive.render import write_renderings
 from majordomus.layout import Layout, refuse_symlink, write_atomic
 from majordomus.redact import redact, scrub
-from majordomus.values import value
 
 HISTORY = ("majordomus never rewrites git history: a record that was already pushed keeps the credential in the "
            "remote's history — rotate the credential, then rewrite history yourself if you must (for example "
@@ -27,7 +27,7 @@ HISTORY = ("majordomus never rewrites git history: a record that was already pus
 FILE_LIMIT = 16 * 1024 * 1024  # a record larger than this is not ours to have written: reported, not read
 
 
-@value
+@dataclass(frozen=True)
 class Change:
     rel: str  # the file as it was named, redacted
     rules: tuple[str, ...]  # the rules that fired

@@ -8,13 +8,14 @@ Stdlib only.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from majordomus.archive.capture import archive_text, is_injected, log
 from majordomus.clients.payload import Malformed, first_scalar, parse_payload
 from majordomus.episodes.client_state import first_id, first_prompt
 from majordomus.errors import MajordomusError
 from majordomus.layout import Layout, ensure_dir
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 

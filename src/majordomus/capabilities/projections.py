@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from majordomus.capabilities.registry import Capability, JsonObject, Refusal, Registry
-from majordomus.jsonlite import EncodedList, compact
+from majordomus.encoded_json import EncodedList, compact
 
 REFERENCE_PAGE = Path("docs/reference/capabilities.md")
 

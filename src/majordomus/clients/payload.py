@@ -5,11 +5,10 @@ Stdlib only: both hook commands read their payloads with this. Sentences name sh
 
 from __future__ import annotations
 
+import json
 import sys
+from typing import TYPE_CHECKING
 
-from majordomus import jsonlite
-
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -43,7 +42,7 @@ def parse_payload(raw: bytes, *, empty: bool = False) -> dict[str, Any]:
             return {}
         raise Malformed("the payload is empty")
     try:
-        found = jsonlite.loads(raw.decode("utf-8"))
+        found = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise Malformed(f"the payload is not UTF-8 ({len(raw)} bytes)") from None
     except ValueError:

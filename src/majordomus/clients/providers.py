@@ -6,22 +6,21 @@ edits, and `python -m majordomus.clients.providers --write-json` regenerates the
 
 from __future__ import annotations
 
+import json
 import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from majordomus import jsonlite
 from majordomus.errors import ContractError, MissingError
-from majordomus.paths import LitePath
-from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import Path
     from typing import Any, Literal
 
     HookStyle = Literal["nested", "flat", "executables"]
     McpStyle = Literal["json", "codex-toml"]
 
-HERE = LitePath(__file__).parent  # no pathlib on the hook path
+HERE = Path(__file__).parent
 YAML_PATH = HERE / "providers.yaml"
 JSON_PATH = HERE / "providers.json"
 
@@ -41,7 +40,7 @@ INSTALL_KEYS = frozenset({"hook_style", "command_key", "timeout_key", "handler_e
                           "local_config", "trust", "unsupported"})
 
 
-@value
+@dataclass(frozen=True)
 class SessionRow:
     events: dict[str, tuple[str, ...]]  # start|end|compact -> the client's event names (one or more)
     session_keys: tuple[str, ...]
@@ -58,7 +57,7 @@ CONNECTION_ROW = SessionRow(events={}, session_keys=("session_id",), source_keys
                             reason_keys=("reason",), deliberate=frozenset({"detach", "shutdown"}))
 
 
-@value
+@dataclass(frozen=True)
 class PromptRow:
     event: str
     text_keys: tuple[str, ...]
@@ -69,7 +68,7 @@ class PromptRow:
     start_races: bool = False  # the client starts this hook and its SessionStart at the same moment
 
 
-@value
+@dataclass(frozen=True)
 class InstallRow:
     """How `capture install` spells this client's hook and MCP entries; `unsupported` says why it cannot.
 
@@ -94,7 +93,7 @@ class InstallRow:
     unsupported: str | None  # the sentence that says why majordomus cannot write this client's hooks
 
 
-@value
+@dataclass(frozen=True)
 class ResumeRow:
     """The client's own command that resumes one of its sessions (`{session}` stands for the provider session)."""
 
@@ -107,7 +106,7 @@ class ResumeRow:
         return self.command.replace("{session}", shlex.quote(session))
 
 
-@value
+@dataclass(frozen=True)
 class McpClientRow:
     """The names a client gives itself in an MCP `initialize` (`clientInfo.name`): how an attach from a client
     whose hooks record its episodes is recognised when no open episode names its process."""
@@ -116,7 +115,7 @@ class McpClientRow:
     evidence: str
 
 
-@value
+@dataclass(frozen=True)
 class StateFileRow:
     """A client's own record of one of its sessions, read where its hooks say too little (Cline): the task's first
     message when its start hook runs, and whether the session ended in order once its process is gone.
@@ -139,7 +138,7 @@ class StateFileRow:
     evidence: str
 
 
-@value
+@dataclass(frozen=True)
 class Provider:
     name: str
     title: str
@@ -255,7 +254,7 @@ _BUILT: dict[str, Provider] = {}  # providers built from it so far: a hook build
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        raw = jsonlite.loads(path.read_bytes().decode("utf-8"))
+        raw = json.loads(path.read_bytes().decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise ContractError(f"the providers declaration {path.name} cannot be read: {exc}",
                             "reinstall majordomus") from exc
@@ -433,7 +432,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--check"] and len(argv) <= 2:
         import yaml
 
-        source = LitePath(argv[1]) if len(argv) == 2 else YAML_PATH
+        source = Path(argv[1]) if len(argv) == 2 else YAML_PATH
         found = problems(yaml.safe_load(source.read_text(encoding="utf-8")))
         for line in found:
             print(f"majordomus: {source.name}: {line}", file=sys.stderr)

@@ -6,12 +6,10 @@ commands import it, so argparse is imported only when a command needs the full p
 
 from __future__ import annotations
 
-from majordomus.errors import UsageError
-from majordomus.os_lite import os
+import os
+from pathlib import Path
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from pathlib import Path
+from majordomus.errors import UsageError
 
 
 class Context:
@@ -35,17 +33,7 @@ class Context:
 
     @property
     def root(self) -> Path:
-        """The root as a `pathlib.Path`, for every command but the hooks."""
-        from pathlib import Path
-
         return Path(self._root_text())
-
-    @property
-    def hook_root(self) -> Path:
-        """The same root as a `LitePath` (typed as a Path): the hook commands do not import pathlib."""
-        from majordomus.paths import LitePath
-
-        return LitePath(self._root_text())
 
 
 def parser(prog: str, description: str):  # type: ignore[no-untyped-def]

@@ -23,6 +23,6 @@ def command(ctx: Context, argv: list[str]) -> int:
         quick = {"provider": args.provider, "dry_run": args.dry_run}
     provider = str(quick["provider"])
     get_provider(provider)  # an unknown provider is exit 12 before anything else is asked
-    report = capture(ctx.hook_root, provider, read_stdin(), dry_run=bool(quick.get("dry_run")))
+    report = capture(ctx.root, provider, read_stdin(), dry_run=bool(quick.get("dry_run")))
     print(report.line, file=sys.stderr)  # stdout stays empty: some clients inject a hook's stdout as context
     return report.exit_code

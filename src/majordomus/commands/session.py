@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import TYPE_CHECKING
 
 from majordomus.commands.context import Context, parser, quick_flags
-from majordomus.os_lite import os
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 def command(ctx: Context, argv: list[str]) -> int:
     quick = quick_flags(argv, ("--provider", "--event"))
     if quick is not None and not _dry(quick):
-        _git_early(ctx.hook_root, str(quick.get("event")))
+        _git_early(ctx.root, str(quick.get("event")))
     try:
         return _command(ctx, argv, quick)
     finally:
@@ -51,7 +51,7 @@ def _command(ctx: Context, argv: list[str], quick: dict[str, str | bool] | None)
         args = p.parse_args(argv)
         quick = {"provider": args.provider, "event": args.event, "dry_run": args.dry_run}
     payload = read_stdin()
-    report = run_session(ctx.hook_root, str(quick["provider"]), str(quick["event"]), payload, dry_run=_dry(quick))
+    report = run_session(ctx.root, str(quick["provider"]), str(quick["event"]), payload, dry_run=_dry(quick))
     line = report.line
     if report.drawn is not None and quick["event"] == "start":
         from majordomus.clients.providers import get_provider
@@ -60,7 +60,7 @@ def _command(ctx: Context, argv: list[str], quick: dict[str, str | bool] | None)
         if provider.state_file is not None and provider.state_file.prompt_key:  # Cline: its task's first message
             from majordomus.archive.start_prompt import capture_start_prompt
 
-            said = capture_start_prompt(ctx.hook_root, provider, payload)
+            said = capture_start_prompt(ctx.root, provider, payload)
             line = f"{line}; {said}" if said else line
     print(line, file=sys.stderr)
     return report.exit_code

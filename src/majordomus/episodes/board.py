@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from majordomus import ledger
+from majordomus.encoded_json import EncodedList, compact
 from majordomus.episodes.boundary import set_connection_state
 from majordomus.episodes.hook import SessionReport, run_payload
 from majordomus.episodes.sittings import HookSitting
 from majordomus.episodes.store import CONNECTION_PROVIDER, read_open
 from majordomus.errors import MissingError
 from majordomus.identity import now_utc, parse_rfc3339, rfc3339, session_key
-from majordomus.jsonlite import EncodedList, compact
 from majordomus.layout import Layout
 
 CloseReason = Literal["detach", "expired", "shutdown"]

@@ -6,7 +6,10 @@ payload. Stdlib only: this runs inside a person's hooks.
 
 from __future__ import annotations
 
+import os
 import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from majordomus import ledger
 from majordomus.clients.providers import Provider
@@ -41,12 +44,9 @@ from majordomus.layout import (
     sweep_stale_temps,
     write_atomic,
 )
-from majordomus.os_lite import os
 from majordomus.redact import scrub
 from majordomus.simple_yaml import front_matter, yaml_lines
-from majordomus.values import replace, value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
@@ -73,7 +73,7 @@ def _list_seconds() -> float:
     return seconds if 0 < seconds <= 0.5 else 0.5
 
 
-@value
+@dataclass(frozen=True)
 class Boundary:
     """What an admitted payload says, whatever client it came from."""
 
@@ -97,7 +97,7 @@ def _rel(layout: Layout, path: Path) -> str:
     return str(path.relative_to(layout.root))
 
 
-@value
+@dataclass(frozen=True)
 class Drawn:
     """What one boundary did: the report line, and whether it opened a new episode (and which)."""
 

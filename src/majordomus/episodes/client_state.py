@@ -7,11 +7,11 @@ Every reader here is bounded and fails closed (None: nothing is claimed). Stdlib
 
 from __future__ import annotations
 
-from majordomus import jsonlite
-from majordomus.os_lite import os
-from majordomus.values import value
+import json
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -57,7 +57,7 @@ def _read_json(path: str, limit: int) -> Any:
     if len(data) > limit:
         return None
     try:
-        return jsonlite.loads(data.decode("utf-8"))
+        return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None
 
@@ -137,7 +137,7 @@ def id_if_first(row: StateFileRow, session: str, text: str) -> str | None:
     return None
 
 
-@value
+@dataclass(frozen=True)
 class OrderlyEnd:
     status: str  # the client's own word, the record's end reason
     sentence: str  # what showed it, for the record's end evidence

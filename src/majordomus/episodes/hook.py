@@ -6,6 +6,9 @@ prints it, the MCP board stores it verbatim. Stdlib only: this runs inside a per
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from majordomus.clients.payload import Malformed, first_scalar, parse_payload
 from majordomus.clients.providers import Provider, SessionRow, get_provider
 from majordomus.episodes import store
@@ -23,11 +26,9 @@ from majordomus.errors import MajordomusError, MissingError, UsageError
 from majordomus.identity import client_process, process_namespace, session_key
 from majordomus.layout import Layout
 from majordomus.redact import scrub
-from majordomus.values import value
 
 REASON_LIMIT = 64  # an end reason: the declared ones are short words; anything longer is cut
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 EVENTS = ("start", "end", "compact", "turn")
 
 
-@value
+@dataclass(frozen=True)
 class SessionReport:
     exit_code: int
     line: str

@@ -7,6 +7,8 @@ path the caller has (no `pathlib`, whose imports cost a start ~5 ms).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from majordomus.episodes import store
 from majordomus.episodes.boundary import close_episode, finish_start
 from majordomus.episodes.store import update_open
@@ -16,7 +18,6 @@ from majordomus.identity import epoch_of, is_live_majordomus, now_s, process_nam
 from majordomus.layout import Layout
 from majordomus.policy import cached_values
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Literal

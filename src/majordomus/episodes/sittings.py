@@ -10,15 +10,16 @@ that its episodes come from its hooks. Never by nearness in time.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from majordomus.clients.providers import get_provider, provider_of_mcp_client
 from majordomus.episodes import store
 from majordomus.episodes.hook import event_wired
 from majordomus.errors import MissingError
 from majordomus.layout import Layout
-from majordomus.values import value
 
 
-@value
+@dataclass(frozen=True)
 class HookSitting:
     """The hook episode of the attaching client's sitting, or (no `session_id`) the word that its hooks keep it."""
 

@@ -11,12 +11,13 @@ whose pid is gone (a start killed mid-way) is ignored. Stdlib only, and cheap: t
 
 from __future__ import annotations
 
+import os
 import time
+from typing import TYPE_CHECKING
 
 from majordomus.episodes import store
 from majordomus.identity import session_key
 from majordomus.layout import PRIVATE_FILE, Layout, ensure_dir, pid_alive
-from majordomus.os_lite import os
 
 # The prompt hook's own timeout is 10 s (capture install); a start that takes longer than this is not waited for
 WAIT_SECONDS = 8.0
@@ -26,7 +27,6 @@ POLL_SECONDS = 0.02
 # prompt with no open episode looks again for the mark (only for a row that declares `start_races`).
 RACE_SECONDS = 0.5
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -7,13 +7,14 @@ Stdlib only: the hook path reads and writes these.
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING
+
 from majordomus.identity import now_s, rfc3339, session_key, sha256
 from majordomus.layout import Layout, file_lock, write_atomic
-from majordomus.os_lite import os
 from majordomus.simple_yaml import front_matter, parse_simple_yaml, yaml_lines
-from majordomus.values import fields_of, replace, value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
@@ -52,7 +53,7 @@ def _turn(found: Any) -> str | None:
     return found if isinstance(found, str) and found in TURN_STATES else None
 
 
-@value
+@dataclass(frozen=True)
 class OpenFile:
     """`sessions-open/<key>.yaml`: one open episode, from its start to its close (SPEC 4.1)."""
 
@@ -86,7 +87,7 @@ class OpenFile:
         return replace(self, extra=(*((k, v) for k, v in self.extra if k != key), (key, item)))
 
     def to_bytes(self) -> bytes:
-        own = fields_of(self)
+        own = {f.name: getattr(self, f.name) for f in fields(self)}
         pairs = [(k, own[k]) for k in OPEN_FIELDS] + list(self.extra)
         return ("\n".join(yaml_lines(pairs)) + "\n").encode("utf-8")
 
@@ -133,7 +134,7 @@ def read_pointer(layout: Layout) -> str | None:
     return found if isinstance(found, str) else None
 
 
-@value
+@dataclass(frozen=True)
 class OpenEpisode:
     key: str
     path: Path
@@ -178,7 +179,7 @@ def _texts(found: Any) -> tuple[str, ...]:
     return tuple(str(x) for x in found if isinstance(x, (str, int))) if isinstance(found, list) else ()
 
 
-@value
+@dataclass(frozen=True)
 class SessionRecord:
     """`.ai/repo/sessions/<…>.md`: a closed episode, written once and never rewritten (SPEC 4.2)."""
 
@@ -204,7 +205,7 @@ class SessionRecord:
     end_evidence: str | None = None  # what showed that the end came (a vanished client); written only when known
 
     def to_text(self) -> str:
-        own = fields_of(self)
+        own = {f.name: getattr(self, f.name) for f in fields(self)}
         pairs: list[tuple[str, Any]] = [("schema", SESSION_SCHEMA), ("kind", "session")]
         for name, item in own.items():
             if name in ("truncated", "end_evidence") and not item:
@@ -239,7 +240,7 @@ def closed_records(layout: Layout) -> Iterator[tuple[Path, SessionRecord]]:
             yield path, found
 
 
-@value
+@dataclass(frozen=True)
 class WorkingContext:
     """What a frozen working context says of its episode: its provider session, its opening, its close once closed."""
 

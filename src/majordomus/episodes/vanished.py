@@ -11,12 +11,13 @@ pieces of evidence. Stdlib only: every hook runs this.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from majordomus.clients.providers import get_provider
 from majordomus.episodes import store
 from majordomus.errors import MajordomusError, MissingError
 from majordomus.identity import process_gone, process_namespace, session_key, worktree_id
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from majordomus.episodes.client_state import OrderlyEnd
     from majordomus.layout import Layout

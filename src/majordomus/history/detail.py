@@ -7,7 +7,9 @@ Git is asked with `--no-optional-locks` (never a lock left behind) and bounded i
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from majordomus import ledger
 from majordomus.archive import record as rec
@@ -19,9 +21,7 @@ from majordomus.history.timeline import Episode
 from majordomus.identity import git_argv, head_state, now_utc, parse_rfc3339, rfc3339, run_bounded, worktree_id
 from majordomus.layout import Layout
 from majordomus.usage.episode import known, policy_overrides, usage_json, usage_of
-from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -50,7 +50,7 @@ def current_head(layout: Layout, e: Episode) -> str | None:
 
 
 # -- prompts ------------------------------------------------------------------------------------------------
-@value
+@dataclass(frozen=True)
 class Prompt:
     name: str
     record: rec.PromptRecord | None
@@ -76,7 +76,7 @@ def load_prompts(layout: Layout, names: list[str]) -> list[Prompt]:
 
 
 # -- commits and the diff stat ------------------------------------------------------------------------------
-@value
+@dataclass(frozen=True)
 class Commits:
     items: tuple[tuple[str, str], ...]  # (short sha, subject)
     source: str  # "git log <start>..<head>", or "the record" when this clone lacks the heads
@@ -139,7 +139,7 @@ def whole(layout: Layout, e: Episode, prompt_names: list[str]) -> dict[str, Any]
 
 
 # -- resuming ------------------------------------------------------------------------------------------------
-@value
+@dataclass(frozen=True)
 class Resume:
     command: str | None
     session: str | None
@@ -190,7 +190,7 @@ def resume_of(layout: Layout, e: Episode) -> Resume | None:
 
 
 # -- a commit's episodes ------------------------------------------------------------------------------------
-@value
+@dataclass(frozen=True)
 class CommitInfo:
     sha: str
     subject: str
@@ -228,7 +228,7 @@ def trailer_episodes(layout: Layout, sha: str) -> list[str]:
     return [v.strip() for v in out.strip().split("\x00") if v.strip().startswith("s-")]
 
 
-@value
+@dataclass(frozen=True)
 class Candidate:
     episode: Episode
     evidence: str

@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from majordomus.errors import InternalError, RefusedError
 from majordomus.history import detail, index
@@ -23,7 +23,6 @@ from majordomus.identity import now_utc, rfc3339
 from majordomus.layout import PRIVATE_FILE, Layout, temp_name
 from majordomus.usage.episode import short_tokens
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

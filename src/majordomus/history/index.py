@@ -16,7 +16,9 @@ import sqlite3
 import stat
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from majordomus.archive import record as rec
 from majordomus.archive.render import tombstone
@@ -25,9 +27,7 @@ from majordomus.episodes import store
 from majordomus.errors import MissingError, UsageError
 from majordomus.layout import PRIVATE_FILE, Layout, refuse_symlink
 from majordomus.simple_yaml import front_matter
-from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -83,7 +83,7 @@ def check_query(query: str) -> None:
         scratch.close()
 
 
-@value
+@dataclass(frozen=True)
 class CatchUp:
     read: int  # files (re)read this time
     removed: int
@@ -326,7 +326,7 @@ class Index:
                       snippet=str(snippet))
 
 
-@value
+@dataclass(frozen=True)
 class Hit:
     kind: str  # prompt | episode
     name: str  # the record's file name

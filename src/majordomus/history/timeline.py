@@ -8,24 +8,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from majordomus import ledger
 from majordomus.episodes import store
 from majordomus.errors import UsageError
 from majordomus.identity import now_utc, parse_rfc3339, worktree_id
 from majordomus.layout import Layout
-from majordomus.values import replace, value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 STATES = ("closed", "interrupted", "open", "detached")
 
 
-@value
+@dataclass(frozen=True)
 class Episode:
     """One episode as the timeline shows it, whichever file it comes from."""
 
@@ -143,7 +143,7 @@ def parse_moment(raw: str, flag: str, *, now: datetime | None = None) -> str:
                      "give a date (2026-12-02), a UTC time (2026-12-02T08:00:00Z) or an age (3d, 12h, 90m)")
 
 
-@value
+@dataclass(frozen=True)
 class Filters:
     """The filters `episodes` and `search` share; each None (or False) admits everything."""
 

@@ -7,14 +7,15 @@ the search index, so it imports `sqlite3`: the capabilities import it inside the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from majordomus.history import detail, index
 from majordomus.history.timeline import Episode, Filters, all_episodes, select
 from majordomus.layout import Layout
 from majordomus.usage.episode import Usage, policy_overrides, usage_json, usages
 from majordomus.usage.prices import Price
-from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
@@ -25,7 +26,7 @@ SEARCH_SCHEMA = "majordomus.search/v1"
 HIGHLIGHT = ("**", "**")
 
 
-@value
+@dataclass(frozen=True)
 class Listing:
     """The episodes the filters admit, newest first, with their linked prompt counts; `note` when the index was
     rebuilt (the command prints it on stderr)."""
@@ -117,7 +118,7 @@ def candidates_sentence(arg: str, found: list[Episode], commit: detail.CommitInf
 
 
 # -- search ---------------------------------------------------------------------------------------------------
-@value
+@dataclass(frozen=True)
 class Found:
     """What a search found: the hits the filters admit (with their episodes), how many matched without the
     filters, the index totals when nothing matched at all, and the rebuild note."""

@@ -13,17 +13,16 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from itertools import chain
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from majordomus.errors import InternalError, MissingError, UsageError
 from majordomus.history.timeline import all_episodes
 from majordomus.identity import repository_id
 from majordomus.layout import Layout
 from majordomus.telemetry import cursor, records
-from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -33,7 +32,7 @@ INSTALL = "pip install 'majordomus[otlp]'"
 T = TypeVar("T")
 
 
-@value
+@dataclass(frozen=True)
 class Endpoints:
     traces: str  # the full URL spans are POSTed to
     logs: str
@@ -45,7 +44,7 @@ class Endpoints:
         return base if lg == base + "/v1/logs" else f"{t} and {lg}"
 
 
-@value
+@dataclass(frozen=True)
 class Report:
     spans: int  # sent (or, dry, would be sent) by this run
     logs: int

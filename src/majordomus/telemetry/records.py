@@ -10,9 +10,11 @@ only the archived text, which capture already redacted.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
 from hashlib import blake2b, sha256
+from typing import TYPE_CHECKING
 
 from majordomus import __version__, ledger
 from majordomus.archive import scan
@@ -23,9 +25,7 @@ from majordomus.identity import parse_rfc3339
 from majordomus.layout import Layout
 from majordomus.usage.episode import Counts, Usage, bill, known, policy_overrides, usage_of
 from majordomus.usage.prices import Price
-from majordomus.values import value
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -83,7 +83,7 @@ def nanos(at: str | None) -> int | None:
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-@value
+@dataclass(frozen=True)
 class Span:
     episode: str
     trace_id: int
@@ -104,7 +104,7 @@ class Span:
                 "events": [{"name": n, "time_unix_nano": t, "attributes": a} for n, t, a in self.events]}
 
 
-@value
+@dataclass(frozen=True)
 class Log:
     key: str
     time: int

@@ -1,9 +1,10 @@
-"""The hook path's `os` without importing `os` (majordomus.os_lite) answers what `os` answers.
+"""The hook's stand-ins for `os`, `pathlib` and `typing` (majordomus.lean) answer what the standard modules answer.
 
-Under `python -IS` (how every wired hook starts) importing `os` cost a hook 1.2-1.7 ms; the hook path takes
-`posix` and a few functions of its own instead. These hold them to posixpath and `os` on generated paths, and on
-a real tree of directories, files and links (relative, absolute, chained, dangling, looping); the launcher's run
-under `-IS` is held to import no `os` at all, and to write what the console entry writes
+Under `python -IS` (how every wired hook starts) the launcher registers them before majordomus is imported, and
+the hook path's ordinary `import os` gets `posix` and a few functions of its own. These hold them to posixpath
+and `os` on generated paths, and on a real tree of directories, files and links (relative, absolute, chained,
+dangling, looping); a name a stand-in does not define is the standard module's; the launcher's run under `-IS`
+is held to import no standard `os`, `pathlib` or `typing` at all, and to write what the console entry writes
 (test_golden_writes.py runs its scenario both ways).
 """
 
@@ -20,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import majordomus_hook
-from majordomus.os_lite import LeanPath, lean, lean_makedirs
+from majordomus.lean import forwarding, standard
+from majordomus.lean.os import LeanPath, lean_makedirs, stand_in
 from support import records
 
 PART = st.sampled_from(["", ".", "..", "a", "b", "c.d", "l1", "l2", "loop", "gone", "abs", "f", "..."])
@@ -85,7 +87,7 @@ def test_makedirs_makes_every_missing_folder_and_keeps_exist_ok(tmp_path: Path) 
 
 
 def test_the_lean_module_has_what_the_hook_path_takes_from_os() -> None:
-    made = lean()
+    made = stand_in(forwarding("os"), standard)
     assert made.environ == dict(os.environ)
     assert (made.devnull, made.sep, made.SEEK_SET, made.SEEK_END) == (os.devnull, os.sep, os.SEEK_SET, os.SEEK_END)
     for name in ("open", "read", "write", "close", "fsync", "lstat", "replace", "link", "scandir", "posix_spawnp",
@@ -115,7 +117,43 @@ def test_the_launcher_under_minus_is_imports_no_os(initialised_repo: Path) -> No
         loaded = {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()
                   if line.startswith("import time:")}
         assert "majordomus.cli" in loaded, done.stderr.decode()[-2000:]
-        assert not loaded & {"os", "posixpath", "stat", "genericpath"}, (args, sorted(loaded))
+        assert not loaded & {"os", "posixpath", "stat", "genericpath", "pathlib", "typing"}, (args, sorted(loaded))
     assert not (initialised_repo / ".ai/local/hook-failures.log").exists()
     assert len(list((initialised_repo / ".ai/local/prompts").glob("*.json"))) == 1
     assert len(records(initialised_repo)) == 1
+
+
+# a process as the launcher leaves it: the stand-ins registered under -IS, then what a hook-path module might do
+STANDING = ("import sys; sys.path.insert(0, sys.argv.pop(1)); from majordomus.lean import enter; enter(); "
+            "import os, pathlib, typing; assert os.__lean__ and pathlib.__lean__ and typing.__lean__; ")
+
+
+def run_standing(code: str) -> str:
+    done = subprocess.run([sys.executable, "-IS", "-c", STANDING + code, SRC], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_name_the_os_stand_in_does_not_define_is_the_standard_modules() -> None:
+    """`os.walk` and `os.path.normcase` are no hook's: asked for anyway, they come from the standard `os`,
+    which from then on is `sys.modules["os"]`, and the answers are its answers."""
+    out = run_standing("w = os.walk; n = os.path.normcase('/A/b'); import os as again; "
+                       "print(w is again.walk, n, getattr(again, '__lean__', False), again.path.join('a', 'b'))")
+    assert out.split() == ["True", "/A/b", "False", "a/b"]
+
+
+def test_the_typing_stand_in_gives_type_checking_and_the_standard_typing_for_the_rest() -> None:
+    out = run_standing("from typing import TYPE_CHECKING; print(TYPE_CHECKING, 'typing' in sys.modules and "
+                       "getattr(sys.modules['typing'], '__lean__', False)); from typing import Literal; "
+                       "print(Literal['a'] == __import__('typing').Literal['a'], sys.modules['typing'].__lean__ "
+                       "if hasattr(sys.modules['typing'], '__lean__') else 'standard')")
+    assert out.split() == ["False", "True", "True", "standard"]
+
+
+def test_a_path_method_the_pathlib_stand_in_does_not_define_runs_on_the_standard_path(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("x")
+    out = run_standing(f"p = pathlib.Path({str(tmp_path)!r}); print(type(p).__name__, "
+                       "sorted(x.name for x in p.glob('*.txt')), (p / 'a.txt').read_text(), p.name == "
+                       f"{tmp_path.name!r})")
+    assert out.split() == ["LitePath", "['a.txt']", "x", "True"]

@@ -17,9 +17,8 @@ interpreter) is a list of numbers; a worktree keeps those lists, per interpreter
 
 from __future__ import annotations
 
+import os
 import sys
-
-from majordomus.os_lite import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,14 +1,10 @@
-"""`os` for the hook path, without importing it: `from majordomus.os_lite import os`.
+"""The stand-in for `os` in a hook (majordomus.lean says when): the builtin `posix` and what `os` adds on it.
 
-The hooks start as `python -IS` (majordomus_hook), where nothing has imported `os` yet, and importing it costs a
-hook 1.2-1.7 ms (`os`, `_collections_abc`, `stat`, `posixpath`): a tenth of a prompt hook's whole run. Every
-function the hook path takes from `os` is the builtin `posix` module's own; what `os` adds on top and the hook
-path uses is here, with the same answers: `environ` (decoded as `os` decodes it, a snapshot: the hook path never
-changes its environment), the `os.path` functions it calls, `makedirs`, `devnull` and the `SEEK_*` numbers.
-
-Wherever `os` is imported already (every command but a hook, the server, the tests), `os` here *is* that module,
-so the rest of majordomus and the hook path share one. A hook that goes on to import `os` after all (a failure
-being logged, `site` run for an editable install) then has both, which agree on everything above.
+Importing `os` costs a hook 1.0-1.8 ms (`os`, `_collections_abc`, `stat`, `posixpath`): a tenth of a prompt hook's
+whole run. Every function the hook path takes from `os` is the builtin `posix` module's own; what `os` adds on top
+and the hook path uses is here, with the same answers: `environ` (decoded as `os` decodes it, a snapshot: the hook
+path never changes its environment), the `os.path` functions it calls, `makedirs`, `devnull` and the `SEEK_*`
+numbers. Anything else, of `os` or of `os.path`, is the standard module's, imported on its first use.
 """
 
 from __future__ import annotations
@@ -16,12 +12,9 @@ from __future__ import annotations
 import posix as _posix  # builtin: loaded with the interpreter
 import sys
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # this room's own modules cannot take it from `typing`: they make the stand-ins
 if TYPE_CHECKING:
-    import os as os  # re-exported: `from majordomus.os_lite import os`
     from typing import Any
-else:
-    os = sys.modules.get("os")
 
 _SEP = "/"
 _fspath = _posix.fspath
@@ -142,13 +135,13 @@ class LeanPath:
             try:
                 mode = _posix.lstat(step).st_mode & 0o170000
             except (OSError, ValueError):
-                return str(_real_os().path.realpath(filename))
+                return str(_standard_path().realpath(filename))
             if mode != 0o120000:
                 path = step
                 continue
             links += 1
             if links > 40:  # a loop, or a chain longer than the kernel would follow
-                return str(_real_os().path.realpath(filename))
+                return str(_standard_path().realpath(filename))
             target = _posix.readlink(step)  # resolved where the link is: `path`, or the root when absolute
             if target.startswith(_SEP):
                 path, target = _SEP, target[1:]
@@ -156,10 +149,14 @@ class LeanPath:
         return LeanPath.abspath(path)
 
 
-def _real_os() -> Any:
-    import os as real
+def _standard(name: str) -> Any:
+    """The standard module (stand_in sets majordomus.lean's, which first takes the stand-in out of the way)."""
+    __import__(name)
+    return sys.modules[name]
 
-    return real
+
+def _standard_path() -> Any:
+    return _standard("os").path
 
 
 def lean_makedirs(name: str, mode: int = 0o777, exist_ok: bool = False) -> None:
@@ -180,18 +177,29 @@ def lean_makedirs(name: str, mode: int = 0o777, exist_ok: bool = False) -> None:
             raise
 
 
-def lean() -> Any:
-    """The module the hook path takes for `os` where `os` is not imported: `posix`, and the few names above."""
+def _forwarding_path(attribute: str) -> object:
+    if attribute.startswith("__") and attribute.endswith("__"):
+        raise AttributeError(attribute)
+    return getattr(_standard_path(), attribute)
+
+
+def stand_in(forwarding: Any, standard: Any) -> Any:
+    """The module a hook takes for `os`: `posix`, the names above, and the standard `os` for anything else
+    (`forwarding` and `standard` are majordomus.lean's)."""
+    global _standard
+    _standard = standard
     made: Any = type(sys)("os")  # a module object, as `os` is; nothing here imports `types`
     made.__dict__.update({k: v for k, v in _posix.__dict__.items() if not k.startswith("__")})
     encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
     made.environ = {k.decode(encoding, errors): v.decode(encoding, errors) for k, v in _posix.environ.items()}
-    made.path = LeanPath
+    path: Any = type(sys)("posixpath")
+    path.__dict__.update({k: getattr(LeanPath, k) for k in vars(LeanPath) if not k.startswith("__")})
+    path.__lean__ = True
+    path.__getattr__ = _forwarding_path
+    made.path = path
     made.sep, made.curdir, made.pardir, made.devnull = _SEP, ".", "..", "/dev/null"
     made.SEEK_SET, made.SEEK_CUR, made.SEEK_END = 0, 1, 2
     made.makedirs = lean_makedirs
+    made.__lean__ = True
+    made.__getattr__ = forwarding
     return made
-
-
-if os is None:
-    os = lean()

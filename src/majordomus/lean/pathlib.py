@@ -1,19 +1,21 @@
-"""`LitePath`: the few `pathlib.Path` operations the hook path uses, on `os.path`.
+"""The stand-in for `pathlib` in a hook (majordomus.lean says when): `Path` as the few operations the hook path
+uses, on `os.path`.
 
-`pathlib` costs every hook run ~5 ms (it imports `fnmatch`, `re`, `urllib.parse`, `ipaddress`); the hook
-commands build their root as a `LitePath` instead, and everything they reach through `Layout` is one too.
-Type checkers see a `Path`: the hook path calls nothing of it that is not defined here (the hook tests run the
-real executables, so a missing method fails them), and every other command keeps building real Paths.
-Imports nothing but `os`.
+Importing `pathlib` costs a hook 10-18 ms (it imports `fnmatch`, `re`, `urllib.parse`, `ipaddress`). In a hook,
+`from pathlib import Path` gives `LitePath`, and everything a hook reaches through `Layout` is one; a method or
+name not defined here is the standard `pathlib`'s, imported on its first use (a method runs on the standard
+`Path` of the same string). Imports nothing but `os` (in a hook, its stand-in).
 """
 
 from __future__ import annotations
 
-from majordomus.os_lite import os
+import os
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path as LitePath
+    from typing import Any
 
     __all__ = ["LitePath"]
 else:
@@ -136,3 +138,24 @@ else:
         @classmethod
         def cwd(cls) -> LitePath:
             return cls(os.getcwd())
+
+        def __getattr__(self, name: str) -> object:
+            """What a hook did not foresee (`glob`, `iterdir`, …): the standard Path's, of the same string."""
+            return getattr(_standard("pathlib").Path(self._s), name)
+
+
+def _standard(name: str) -> Any:
+    """The standard module (stand_in sets majordomus.lean's, which first takes the stand-in out of the way)."""
+    __import__(name)
+    return sys.modules[name]
+
+
+def stand_in(forwarding: Any, standard: Any) -> Any:
+    """The module a hook takes for `pathlib` (`forwarding` and `standard` are majordomus.lean's)."""
+    global _standard
+    _standard = standard
+    made: Any = type(sys)("pathlib")
+    made.Path = made.PurePath = made.PosixPath = LitePath
+    made.__lean__ = True
+    made.__getattr__ = forwarding
+    return made
