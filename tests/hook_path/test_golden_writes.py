@@ -51,9 +51,11 @@ raise SystemExit(main())
 # served from `posix`, whose urandom is fixed instead), no standard `os` imported, and the source folder stands in
 # for the site-packages
 LEAN_ENTRY = ("import posix, sys\nsys.path.insert(0, sys.argv.pop(1))\n"
-              + PREAMBLE.replace("import os, sys, time, io", "import sys, time, io").replace("os.urandom = urandom",
-                                                                                     "posix.urandom = urandom")
-              + "from majordomus.lean import enter\nenter()\nimport majordomus.cli\n"
+              + PREAMBLE.replace("import os, sys, time, io", "import sys, time, io")
+              .replace("os.urandom = urandom", "posix.urandom = urandom")  # before enter(): the stand-in copies posix
+              .replace("import majordomus.identity as ident", "from majordomus.lean import enter\nenter()\n"
+                                                              "import majordomus.identity as ident")
+              + "import majordomus.cli\n"
                 "assert getattr(sys.modules['os'], '__lean__', False), 'the standard os imported'\n"
                 "raise SystemExit(majordomus.cli.main())\n")
 SRC = str(Path(__file__).resolve().parents[2] / "src")
